@@ -1,0 +1,52 @@
+"""``schedlab.solve``: formulation name + Instance -> checked Solution."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from schedlab.check import check
+from schedlab.instance import Instance, load_instance
+from schedlab.registry import get_formulation
+from schedlab.solution import Solution
+from schedlab.solvers import LpMethod, SolverOptions
+
+log = logging.getLogger(__name__)
+
+
+def solve(
+    instance: Instance | str | Path,
+    formulation: str,
+    *,
+    solver: str = "highs",
+    time_limit: float | None = None,
+    mip_gap: float | None = None,
+    threads: int | None = None,
+    lp_method: LpMethod = "auto",
+    verbose: bool = False,
+    run_check: bool = True,
+) -> Solution:
+    """Build, solve and extract ``formulation`` on ``instance``, then run the checker.
+
+    Violations found by :func:`schedlab.check.check` are stored in ``solution.violations``
+    and logged as errors: a formulation that produces one has a bug.
+    """
+    inst = load_instance(instance) if isinstance(instance, str | Path) else instance
+    form = get_formulation(formulation)
+    options = SolverOptions(
+        solver=solver,
+        time_limit_s=time_limit if time_limit is not None else inst.params.time_limit_s,
+        mip_gap=mip_gap if mip_gap is not None else inst.params.mip_gap,
+        threads=threads,
+        lp_method=lp_method,
+        verbose=verbose,
+    )
+    solution = form.solve(inst, options)
+    if run_check and solution.status.has_solution:
+        t0 = time.perf_counter()
+        solution.violations = check(inst, solution)
+        solution.timings.check_s = time.perf_counter() - t0
+        for v in solution.violations:
+            log.error("checker: %s", v)
+    return solution

@@ -1,0 +1,430 @@
+"""The one problem schema shared by every paper: a cluster, a list of jobs and parameters.
+
+An instance file is JSON (YAML accepted) carrying ``"schema": "schedlab/instance@1"``.
+Every paper-specific field is optional; each formulation states which fields it needs and
+rejects an instance that lacks them with an :class:`~schedlab.errors.InputError` naming the
+field.
+
+Units: times in seconds, throughputs in steps per second **of the whole job on its
+``scale_factor`` GPUs**, counts in GPUs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from schedlab.errors import InputError
+
+INSTANCE_SCHEMA = "schedlab/instance@1"
+
+#: Bounds checked before anything is allocated from a file's sizes and counts.
+MAX_FILE_BYTES = 512 * 1024 * 1024
+MAX_GPUS_PER_TYPE = 1_000_000
+MAX_JOBS = 2_000_000
+
+NonNegFloat = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+PosFloat = Annotated[float, Field(gt=0.0, allow_inf_nan=False)]
+GpuCount = Annotated[int, Field(ge=0, le=MAX_GPUS_PER_TYPE)]
+PosInt = Annotated[int, Field(ge=1, le=MAX_GPUS_PER_TYPE)]
+
+
+class _Strict(BaseModel):
+    """Base: unknown keys are errors (a typo must not be silently ignored)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+
+class AcceleratorPool(_Strict):
+    """GPUs of one accelerator type.  ``count`` GPUs in all, optionally split into nodes."""
+
+    count: GpuCount
+    nodes: PosInt | None = None
+    gpus_per_node: PosInt | None = None
+    cost_per_hour: NonNegFloat | None = Field(default=None, description="price in $ per GPU-hour")
+
+    @model_validator(mode="after")
+    def _nodes_match_count(self) -> AcceleratorPool:
+        if self.nodes is not None and self.gpus_per_node is not None:
+            if self.nodes * self.gpus_per_node != self.count:
+                raise ValueError(
+                    f"nodes x gpus_per_node = {self.nodes * self.gpus_per_node} "
+                    f"but count = {self.count}"
+                )
+        return self
+
+
+class Node(_Strict):
+    """One machine: ``gpus`` GPUs of type ``accelerator`` (placement-aware problems)."""
+
+    name: str = Field(min_length=1)
+    accelerator: str
+    gpus: PosInt
+
+
+class Cluster(_Strict):
+    """Accelerator pools by type, and optionally explicit nodes."""
+
+    accelerators: dict[str, AcceleratorPool] = Field(min_length=1)
+    nodes: list[Node] | None = None
+
+    @property
+    def types(self) -> list[str]:
+        """Accelerator type names in file order."""
+        return list(self.accelerators)
+
+    @property
+    def total_gpus(self) -> int:
+        """N = sum_k n_k."""
+        return sum(p.count for p in self.accelerators.values())
+
+
+class SaturnConfig(_Strict):
+    """One candidate execution configuration of a Saturn job (technique on ``gpus`` GPUs)."""
+
+    technique: str = Field(min_length=1)
+    gpus: PosInt
+    runtime_s: NonNegFloat
+    feasible: bool = True
+    memory_gb: NonNegFloat | None = None
+
+
+class Job(_Strict):
+    """A training job.  Only ``id`` is required; each formulation states what else it needs."""
+
+    id: str = Field(min_length=1)
+    job_type: str | None = Field(default=None, description="model and batch size, a label")
+    arrival: NonNegFloat = Field(default=0.0, description="arrival time, s")
+    weight: PosFloat = Field(default=1.0, description="priority / budget weight w_j")
+    scale_factor: PosInt = Field(default=1, description="GPUs the job uses at once, s_j")
+    total_steps: PosFloat | None = Field(default=None, description="steps to run in all")
+    steps_done: NonNegFloat = Field(default=0.0, description="steps already run")
+    throughput: dict[str, NonNegFloat] = Field(
+        default_factory=dict,
+        description="steps/s of the whole job on scale_factor GPUs of each accelerator type",
+    )
+    # Gavel space sharing: steps/s of *this* job when co-located with another job.
+    colocated_throughput: dict[str, dict[str, NonNegFloat]] | None = Field(
+        default=None, description="{other job id: {accelerator: steps/s of this job}}"
+    )
+    # Gavel policies with extra inputs.
+    entity: str | None = Field(default=None, description="owner for hierarchical fairness")
+    slo_s: PosFloat | None = Field(default=None, description="must finish within this many s")
+    time_in_system_s: NonNegFloat = Field(
+        default=0.0, description="seconds since arrival (finish-time fairness, t_j)"
+    )
+    isolated_time_s: NonNegFloat = Field(
+        default=0.0,
+        description="seconds the job would have run so far on its equal share (t_iso_j)",
+    )
+    switch_overhead_s: NonNegFloat | None = Field(
+        default=None, description="seconds lost when the job's placement changes"
+    )
+    user: str | None = None
+    # Shockwave
+    epochs: PosInt | None = None
+    epochs_done: Annotated[int, Field(ge=0)] = 0
+    batch_schedule: list[PosInt] | None = None
+    regimes: dict[str, PosFloat] | None = Field(
+        default=None, description="{batch size: seconds per epoch}"
+    )
+    adaptation: Literal["static", "gns", "accordion"] | None = None
+    # Saturn
+    configs: list[SaturnConfig] | None = None
+    # Titan
+    base_model: str | None = None
+    dataset: str | None = None
+    classes: list[str] | None = None
+    duration_s: dict[str, PosFloat] | None = Field(
+        default=None, description="{gpus: seconds} for Titan tasks"
+    )
+    # Hare
+    rounds: PosInt | None = None
+    tasks_per_round: PosInt | None = None
+    task_seconds: dict[str, PosFloat] | None = None
+    switch_seconds: NonNegFloat | None = None
+
+    @property
+    def remaining_steps(self) -> float:
+        """R_j = total_steps - steps_done (0 when total_steps is unknown)."""
+        if self.total_steps is None:
+            return 0.0
+        return max(self.total_steps - self.steps_done, 0.0)
+
+
+class Params(_Strict):
+    """Scheduling parameters shared by formulations (each documents which it reads)."""
+
+    round_s: PosFloat = Field(default=360.0, description="round length, s")
+    num_rounds: PosInt = Field(default=20, description="rounds produced by the mechanism")
+    window_rounds: PosInt | None = Field(default=None, description="planning window (Shockwave)")
+    time_limit_s: PosFloat | None = None
+    mip_gap: NonNegFloat | None = None
+    unfair_threshold: PosFloat = 1.05
+    fairness_tolerance: PosFloat = Field(
+        default=1e-6, description="relative tolerance of bisection-based formulations"
+    )
+    hierarchy_within_entity: Literal["fairness", "fifo"] = "fairness"
+    entity_weights: dict[str, PosFloat] | None = None
+    now_s: NonNegFloat = 0.0
+
+
+class Instance(_Strict):
+    """A scheduling problem: ``cluster`` + ``jobs`` + ``params``."""
+
+    schema_: Literal["schedlab/instance@1"] = Field(default=INSTANCE_SCHEMA, alias="schema")
+    name: str = "unnamed"
+    description: str | None = None
+    cluster: Cluster
+    jobs: list[Job] = Field(max_length=MAX_JOBS)
+    params: Params = Field(default_factory=Params)
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> Instance:
+        types = set(self.cluster.accelerators)
+        if self.cluster.total_gpus == 0:
+            raise _FieldError("cluster.accelerators", "the cluster has zero GPUs in all")
+        for n, node in enumerate(self.cluster.nodes or []):
+            if node.accelerator not in types:
+                raise _FieldError(
+                    f"cluster.nodes[{n}].accelerator",
+                    f"unknown accelerator {node.accelerator!r} (cluster has {sorted(types)})",
+                )
+        seen: dict[str, int] = {}
+        for i, job in enumerate(self.jobs):
+            if job.id in seen:
+                raise _FieldError(
+                    f"jobs[{i}].id", f"duplicate job id {job.id!r} (also jobs[{seen[job.id]}])"
+                )
+            seen[job.id] = i
+            for acc in job.throughput:
+                if acc not in types:
+                    raise _FieldError(
+                        f"jobs[{i}].throughput.{acc}",
+                        f"unknown accelerator {acc!r} (cluster has {sorted(types)})",
+                    )
+            if job.task_seconds:
+                for acc in job.task_seconds:
+                    if acc not in types:
+                        raise _FieldError(
+                            f"jobs[{i}].task_seconds.{acc}", f"unknown accelerator {acc!r}"
+                        )
+            if job.total_steps is not None and job.steps_done > job.total_steps:
+                raise _FieldError(
+                    f"jobs[{i}].steps_done",
+                    f"steps_done {job.steps_done} exceeds total_steps {job.total_steps}",
+                )
+        for i, job in enumerate(self.jobs):
+            for other, by_acc in (job.colocated_throughput or {}).items():
+                where = f"jobs[{i}].colocated_throughput.{other}"
+                if other not in seen:
+                    raise _FieldError(where, f"unknown job id {other!r}")
+                if other == job.id:
+                    raise _FieldError(where, "a job cannot be co-located with itself")
+                for acc in by_acc:
+                    if acc not in types:
+                        raise _FieldError(f"{where}.{acc}", f"unknown accelerator {acc!r}")
+                partner = self.jobs[seen[other]]
+                back = (partner.colocated_throughput or {}).get(job.id)
+                if back is None or set(back) != set(by_acc):
+                    raise _FieldError(
+                        where,
+                        f"co-location must be listed on both jobs for the same accelerators "
+                        f"(job {other!r} lacks the entry for {job.id!r})",
+                    )
+        return self
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def types(self) -> list[str]:
+        """Accelerator types, in file order."""
+        return self.cluster.types
+
+    def job_index(self) -> dict[str, int]:
+        """Job id -> position in ``jobs``."""
+        return {job.id: i for i, job in enumerate(self.jobs)}
+
+    def content_hash(self) -> str:
+        """sha256 of the canonical JSON of this instance (key order and whitespace free)."""
+        payload = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict with the ``schema`` key, omitting unset optional fields."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    def require(self, field: str, *, formulation: str) -> None:
+        """Raise an :class:`InputError` unless every job sets ``field`` (non-empty)."""
+        for i, job in enumerate(self.jobs):
+            value = getattr(job, field)
+            if value is None or (isinstance(value, dict | list) and not value):
+                raise InputError(
+                    f"formulation {formulation} needs '{field}' on every job",
+                    file=self.name,
+                    field=f"jobs[{i}].{field}",
+                )
+
+
+class _FieldError(ValueError):
+    """A cross-field error that knows the path of the offending field."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(reason)
+        self.path = path
+        self.reason = reason
+
+
+# ---------------------------------------------------------------------- reading
+
+
+def _format_loc(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _describe(error: dict[str, Any]) -> tuple[str, str]:
+    """(field path, reason) of one pydantic error, in words a user can act on."""
+    loc = tuple(p for p in error.get("loc", ()) if p not in ("function-after",))
+    ctx = error.get("ctx") or {}
+    inner = ctx.get("error")
+    if isinstance(inner, _FieldError):
+        return inner.path, inner.reason
+    reason = str(error.get("msg", "invalid"))
+    if reason.startswith("Value error, "):
+        reason = reason[len("Value error, ") :]
+    value = error.get("input")
+    if error.get("type") in {"finite_number", "greater_than_equal", "greater_than", "less_than_equal"}:
+        reason = f"{reason} (got {value!r})"
+    if error.get("type") == "extra_forbidden":
+        reason = "unknown field"
+    return _format_loc(loc), reason
+
+
+def instance_from_dict(data: Any, *, source: str = "<dict>") -> Instance:
+    """Validate a parsed document; raise one :class:`InputError` naming source, field, reason."""
+    if not isinstance(data, dict):
+        raise InputError("top level must be an object with 'cluster' and 'jobs'", file=source)
+    schema = data.get("schema", INSTANCE_SCHEMA)
+    if schema != INSTANCE_SCHEMA:
+        raise InputError(
+            f"unsupported schema {schema!r} (expected {INSTANCE_SCHEMA!r})", file=source,
+            field="schema",
+        )
+    _bound_sizes(data, source)
+    try:
+        return Instance.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        field, reason = _describe(errors[0])
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        raise InputError(reason + more, file=source, field=field or None) from None
+
+
+def _bound_sizes(data: dict[str, Any], source: str) -> None:
+    """Reject absurd sizes before pydantic allocates anything from them."""
+    jobs = data.get("jobs")
+    if isinstance(jobs, list) and len(jobs) > MAX_JOBS:
+        raise InputError(f"{len(jobs)} jobs exceed the limit {MAX_JOBS}", file=source, field="jobs")
+
+
+def _parse_text(text: str, path: Path) -> Any:
+    if path.suffix.lower() in {".yaml", ".yml"}:
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"line {mark.line + 1}" if mark is not None else "somewhere"
+            raise InputError(f"invalid YAML at {where}: {getattr(exc, 'problem', exc)}",
+                             file=str(path)) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", file=str(path)
+        ) from None
+
+
+def read_document(path: str | Path) -> Any:
+    """Read a JSON or YAML file with safe loaders; errors name the file."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("no such file", file=str(p))
+    if p.is_dir():
+        raise InputError("is a directory, not a file", file=str(p))
+    size = p.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise InputError(f"file of {size} bytes exceeds the limit {MAX_FILE_BYTES}", file=str(p))
+    if size == 0:
+        raise InputError("file is empty", file=str(p))
+    raw = p.read_bytes()
+    if p.suffix.lower() == ".gz":
+        import gzip
+
+        raw = gzip.decompress(raw)
+        p = p.with_suffix("")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text", file=str(path)) from None
+    return _parse_text(text, p)
+
+
+def load_instance(path: str | Path) -> Instance:
+    """Read and validate an instance file (``.json``, ``.yaml``, ``.yml``, optionally ``.gz``)."""
+    data = read_document(path)
+    instance = instance_from_dict(data, source=str(path))
+    if instance.name == "unnamed":
+        instance.name = Path(path).name.split(".")[0]
+    return instance
+
+
+def write_json_atomic(path: str | Path, payload: Any, *, indent: int | None = 2) -> None:
+    """Write JSON to a temporary file in the same folder, then rename (never half-written)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(payload, fh, indent=indent, allow_nan=False)
+            fh.write("\n")
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_instance(instance: Instance, path: str | Path) -> None:
+    """Write an instance as JSON (or YAML for ``.yaml``/``.yml``), atomically."""
+    target = Path(path)
+    if target.suffix.lower() in {".yaml", ".yml"}:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                yaml.safe_dump(instance.to_dict(), fh, sort_keys=False)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return
+    write_json_atomic(target, instance.to_dict())
+
+
+def instance_json_schema() -> dict[str, Any]:
+    """JSON Schema of the instance file format."""
+    schema = Instance.model_json_schema(by_alias=True)
+    schema["$id"] = INSTANCE_SCHEMA
+    return schema

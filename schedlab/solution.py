@@ -1,0 +1,149 @@
+"""The result of solving an Instance with a formulation, and its JSON form.
+
+Only the parts a formulation produces are filled:
+
+* ``allocation[job][accelerator]`` - share of wall-clock time X[j,k] in [0, 1] (Gavel).
+* ``colocated_allocation`` - shares of co-located pairs (Gavel space sharing).
+* ``schedule`` - timed placements (Saturn, Hare, Titan).
+* ``rounds`` - per-round placements produced by the round-based mechanism.
+* ``groups`` - merged task groups (Titan).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from schedlab.errors import InputError
+from schedlab.instance import read_document, write_json_atomic
+
+SOLUTION_SCHEMA = "schedlab/solution@1"
+
+
+class Status(StrEnum):
+    """Honest solve status: ``optimal`` only when the solver proved it."""
+
+    OPTIMAL = "optimal"
+    FEASIBLE = "feasible"
+    INFEASIBLE = "infeasible"
+    UNBOUNDED = "unbounded"
+    TIME_LIMIT = "time_limit"
+    ERROR = "error"
+
+    @property
+    def has_solution(self) -> bool:
+        """True when the solution carries a usable allocation or schedule."""
+        return self in (Status.OPTIMAL, Status.FEASIBLE, Status.TIME_LIMIT)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class InstanceRef(_Model):
+    """Which instance a solution belongs to."""
+
+    name: str
+    hash: str
+
+
+class Timings(_Model):
+    """Wall seconds per phase."""
+
+    build_s: float = 0.0
+    solve_s: float = 0.0
+    extract_s: float = 0.0
+    check_s: float = 0.0
+
+    @property
+    def total_s(self) -> float:
+        """Sum of all phases, s."""
+        return self.build_s + self.solve_s + self.extract_s + self.check_s
+
+
+class PairShare(_Model):
+    """Share of time the co-located pair ``jobs`` runs together on ``accelerator``."""
+
+    jobs: tuple[str, str]
+    accelerator: str
+    fraction: float
+
+
+class ScheduleEntry(_Model):
+    """One timed placement: ``job`` runs on ``gpus`` GPUs from ``start`` to ``end`` (s)."""
+
+    job: str
+    start: float
+    end: float
+    accelerator: str | None = None
+    node: str | None = None
+    gpus: int = 1
+    config: str | None = None
+    round: int | None = None
+
+
+class Placement(_Model):
+    """One job's placement within a round: ``gpus`` GPUs of ``accelerator``.
+
+    ``gpu_ids`` are indices within the accelerator pool (0..n_k-1); ``partner`` names the job
+    sharing those GPUs under space sharing.
+    """
+
+    job: str
+    accelerator: str
+    gpus: int
+    gpu_ids: list[int] | None = None
+    partner: str | None = None
+
+
+class Solution(_Model):
+    """What solving produced, with honest status, bound and gap."""
+
+    schema_: Literal["schedlab/solution@1"] = Field(default=SOLUTION_SCHEMA, alias="schema")
+    instance: InstanceRef
+    formulation: str
+    solver: str = "highs"
+    status: Status
+    objective: float | None = None
+    bound: float | None = None
+    gap: float | None = None
+    timings: Timings = Field(default_factory=Timings)
+    allocation: dict[str, dict[str, float]] = Field(default_factory=dict)
+    colocated_allocation: list[PairShare] = Field(default_factory=list)
+    schedule: list[ScheduleEntry] = Field(default_factory=list)
+    rounds: list[list[Placement]] = Field(default_factory=list)
+    groups: list[list[str]] = Field(default_factory=list)
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    diagnostics: list[str] = Field(default_factory=list)
+    violations: list[str] = Field(default_factory=list)
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict with the ``schema`` key."""
+        return self.model_dump(mode="json", by_alias=True)
+
+    def save(self, path: str | Path) -> None:
+        """Write as JSON atomically."""
+        write_json_atomic(path, self.to_dict())
+
+
+def load_solution(path: str | Path) -> Solution:
+    """Read and validate a solution file; one :class:`InputError` on a bad file."""
+    data = read_document(path)
+    try:
+        return Solution.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err.get("loc", ()))
+        raise InputError(str(err.get("msg")), file=str(path), field=loc or None) from None
+
+
+def solution_json_schema() -> dict[str, Any]:
+    """JSON Schema of the solution file format."""
+    schema = Solution.model_json_schema(by_alias=True)
+    schema["$id"] = SOLUTION_SCHEMA
+    return schema
