@@ -179,7 +179,7 @@ class Params(_Strict):
 class Instance(_Strict):
     """A scheduling problem: ``cluster`` + ``jobs`` + ``params``."""
 
-    schema_: Literal["schedlab/instance@1"] = Field(default=INSTANCE_SCHEMA, alias="schema")
+    schema_: Literal["schedlab/instance@1"] = Field(default="schedlab/instance@1", alias="schema")
     name: str = "unnamed"
     description: str | None = None
     cluster: Cluster
@@ -296,7 +296,7 @@ def _format_loc(loc: tuple[int | str, ...]) -> str:
     return out
 
 
-def _describe(error: dict[str, Any]) -> tuple[str, str]:
+def _describe(error: Any) -> tuple[str, str]:
     """(field path, reason) of one pydantic error, in words a user can act on."""
     loc = tuple(p for p in error.get("loc", ()) if p not in ("function-after",))
     ctx = error.get("ctx") or {}
@@ -307,7 +307,8 @@ def _describe(error: dict[str, Any]) -> tuple[str, str]:
     if reason.startswith("Value error, "):
         reason = reason[len("Value error, ") :]
     value = error.get("input")
-    if error.get("type") in {"finite_number", "greater_than_equal", "greater_than", "less_than_equal"}:
+    numeric = {"finite_number", "greater_than_equal", "greater_than", "less_than_equal"}
+    if error.get("type") in numeric:
         reason = f"{reason} (got {value!r})"
     if error.get("type") == "extra_forbidden":
         reason = "unknown field"

@@ -102,7 +102,7 @@ class Placement(_Model):
 class Solution(_Model):
     """What solving produced, with honest status, bound and gap."""
 
-    schema_: Literal["schedlab/solution@1"] = Field(default=SOLUTION_SCHEMA, alias="schema")
+    schema_: Literal["schedlab/solution@1"] = Field(default="schedlab/solution@1", alias="schema")
     instance: InstanceRef
     formulation: str
     solver: str = "highs"
