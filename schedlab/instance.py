@@ -163,7 +163,9 @@ class Params(_Strict):
     """Scheduling parameters shared by formulations (each documents which it reads)."""
 
     round_s: PosFloat = Field(default=360.0, description="round length, s")
-    num_rounds: PosInt = Field(default=20, description="rounds produced by the mechanism")
+    num_rounds: Annotated[int, Field(ge=0, le=100_000)] = Field(
+        default=20, description="rounds produced by the round mechanism (0: none)"
+    )
     window_rounds: PosInt | None = Field(default=None, description="planning window (Shockwave)")
     time_limit_s: PosFloat | None = None
     mip_gap: NonNegFloat | None = None

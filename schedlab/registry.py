@@ -15,7 +15,10 @@ from schedlab.errors import UnknownNameError
 from schedlab.formulations.base import Formulation
 
 #: Modules that register formulations when imported.
-_FORMULATION_MODULES = ("schedlab.formulations.gavel",)
+_FORMULATION_MODULES = (
+    "schedlab.formulations.gavel",
+    "schedlab.formulations.gavel_hierarchical",
+)
 
 
 @dataclass(frozen=True)

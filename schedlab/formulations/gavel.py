@@ -1,0 +1,675 @@
+"""Gavel's heterogeneity-aware scheduling policies as Pyomo LPs (Narayanan et al., OSDI'20).
+
+Variables (DESIGN.md §4): X[j,k] in [0,1], the share of wall-clock time job j runs on
+accelerator type k; with space sharing also Y[p,k] in [0,1] for co-located pairs p.
+
+Constraints shared by every policy (``base_model``):
+
+* ``job_share[j]``:  sum_k X[j,k] + sum_{p containing j} sum_k Y[p,k] <= 1
+* ``capacity[k]``:   sum_j s_j X[j,k] + sum_p max(s_a, s_b) Y[p,k] <= n_k
+* ``thr[j]`` (expression): sum_k T[j,k] X[j,k] + sum_p Tc[p,k,j] Y[p,k]   (steps/s)
+
+Every policy has a heterogeneity-agnostic variant (``heterogeneity_aware=False``): the same
+model built from :meth:`GavelData.agnostic_view`, i.e. as if each job ran equally fast
+everywhere.  Its ``objective`` is the value the agnostic policy optimizes; the value of the
+same allocation under the true throughputs is in ``metrics["objective_true_throughput"]``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from abc import abstractmethod
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+import pyomo.environ as pyo
+
+from schedlab.errors import InputError
+from schedlab.formulations.base import Formulation
+from schedlab.formulations.gavel_data import (
+    FloatArray,
+    GavelData,
+    allocation_dicts,
+    effective_throughput,
+    gavel_data,
+    makespan_value,
+    max_min_value,
+    normalized_throughput,
+    sum_throughput_value,
+)
+from schedlab.instance import Instance
+from schedlab.registry import register
+from schedlab.solution import InstanceRef, Solution, Status, Timings
+from schedlab.solvers import PersistentSolver, SolveResult, SolverOptions
+
+log = logging.getLogger(__name__)
+
+#: Relative tolerance used to decide that an LP value did not improve (bottleneck detection).
+_TOL = 1e-7
+
+
+# --------------------------------------------------------------------------- model
+
+
+def base_model(data: GavelData, name: str) -> pyo.ConcreteModel:
+    """Variables X (and Y), ``job_share`` and ``capacity`` rows, and ``thr`` expressions."""
+    m = pyo.ConcreteModel(name=name)
+    num_jobs, num_types = data.throughput.shape
+    m.J = pyo.Set(initialize=range(num_jobs), ordered=True)
+    m.K = pyo.Set(initialize=range(num_types), ordered=True)
+    jk = [(int(j), int(k)) for j, k in zip(*np.nonzero(data.allowed), strict=True)]
+    m.JK = pyo.Set(initialize=jk, dimen=2, ordered=True)
+    m.X = pyo.Var(m.JK, bounds=(0.0, 1.0))
+    pk = [(int(p), int(k)) for p, k in zip(*np.nonzero(data.pair_allowed), strict=True)]
+    m.PK = pyo.Set(initialize=pk, dimen=2, ordered=True)
+    m.Y = pyo.Var(m.PK, bounds=(0.0, 1.0))
+
+    share_terms: dict[int, list[Any]] = defaultdict(list)
+    gpu_terms: dict[int, list[Any]] = defaultdict(list)
+    thr_terms: dict[int, list[Any]] = defaultdict(list)
+    for j, k in jk:
+        x = m.X[j, k]
+        share_terms[j].append(x)
+        gpu_terms[k].append(data.scale_factor[j] * x)
+        thr_terms[j].append(data.throughput[j, k] * x)
+    pair_gpus = data.pair_scale_factor
+    for p, k in pk:
+        y = m.Y[p, k]
+        a, b = data.pairs[p]
+        share_terms[a].append(y)
+        share_terms[b].append(y)
+        gpu_terms[k].append(pair_gpus[p] * y)
+        thr_terms[a].append(data.pair_throughput[p, k, 0] * y)
+        thr_terms[b].append(data.pair_throughput[p, k, 1] * y)
+
+    def job_share(model: pyo.ConcreteModel, j: int) -> Any:
+        terms = share_terms.get(j)
+        return pyo.quicksum(terms) <= 1.0 if terms else pyo.Constraint.Skip
+
+    def capacity(model: pyo.ConcreteModel, k: int) -> Any:
+        terms = gpu_terms.get(k)
+        return pyo.quicksum(terms) <= float(data.gpus[k]) if terms else pyo.Constraint.Skip
+
+    m.job_share = pyo.Constraint(m.J, rule=job_share)
+    m.capacity = pyo.Constraint(m.K, rule=capacity)
+    m.thr = pyo.Expression(m.J, rule=lambda model, j: pyo.quicksum(thr_terms.get(j, [])))
+    return m
+
+
+def read_allocation(m: pyo.ConcreteModel, data: GavelData) -> tuple[FloatArray, FloatArray]:
+    """(X, Y) arrays from a solved model (zeros where a variable has no value)."""
+    x = np.zeros(data.throughput.shape)
+    for (j, k), value in m.X.extract_values().items():
+        x[j, k] = value or 0.0
+    y = np.zeros(data.pair_allowed.shape)
+    for (p, k), value in m.Y.extract_values().items():
+        y[p, k] = value or 0.0
+    return x, y
+
+
+def unrunnable_jobs(data: GavelData) -> list[str]:
+    """Jobs that fit on no accelerator pool (scale factor too large or no throughput)."""
+    can_run = np.asarray(data.allowed.any(axis=1), dtype=bool)
+    if data.pairs:
+        for p, (a, b) in enumerate(data.pairs):
+            if data.pair_allowed[p].any():
+                can_run[a] = can_run[b] = True
+    return [data.job_ids[j] for j in np.flatnonzero(~can_run)]
+
+
+def _unrunnable_reason(instance: Instance, job_ids: list[str]) -> str:
+    pools = {k: p.count for k, p in instance.cluster.accelerators.items()}
+    jobs = {job.id: job for job in instance.jobs}
+    first = jobs[job_ids[0]]
+    more = f" (and {len(job_ids) - 1} more job(s))" if len(job_ids) > 1 else ""
+    return (
+        f"job {first.id} cannot run anywhere: scale factor {first.scale_factor} with "
+        f"throughput on {sorted(first.throughput)} but pools {pools}{more}"
+    )
+
+
+# ---------------------------------------------------------------------- the base class
+
+
+class GavelPolicy(Formulation):
+    """Common parts of the Gavel policies: data, variants, extraction and metrics."""
+
+    default_lp_method = "simplex"
+    #: policies whose objective needs every job to make progress
+    needs_every_job = True
+
+    def __init__(
+        self,
+        heterogeneity_aware: bool = True,
+        space_sharing: bool = False,
+        num_rounds: int | None = None,
+    ) -> None:
+        self.heterogeneity_aware = heterogeneity_aware
+        self.space_sharing = space_sharing
+        self.num_rounds = num_rounds
+
+    # data -----------------------------------------------------------------
+    def true_data(self, instance: Instance) -> GavelData:
+        """Arrays with the instance's measured throughputs."""
+        return gavel_data(instance, space_sharing=self.space_sharing)
+
+    def policy_data(self, instance: Instance) -> tuple[GavelData, GavelData]:
+        """(data the policy optimizes over, true data)."""
+        true = self.true_data(instance)
+        return (true if self.heterogeneity_aware else true.agnostic_view()), true
+
+    def validate(self, instance: Instance) -> None:
+        """Gavel policies need a throughput for every job (on at least one type)."""
+        instance.require("throughput", formulation=self.name)
+        if self.space_sharing and not any(job.colocated_throughput for job in instance.jobs):
+            log.warning("%s: no job has colocated_throughput; nothing to pack", self.name)
+
+    # objective ------------------------------------------------------------
+    @abstractmethod
+    def objective_value(self, data: GavelData, x: FloatArray, y: FloatArray) -> float:
+        """The policy's objective evaluated on an allocation (independent of the LP)."""
+
+    # model ----------------------------------------------------------------
+    def build(self, instance: Instance) -> pyo.ConcreteModel:
+        data, _ = self.policy_data(instance)
+        return self.build_from(data)
+
+    @abstractmethod
+    def build_from(self, data: GavelData) -> pyo.ConcreteModel:
+        """The policy's model over ``data``."""
+
+    def extract(
+        self, model: pyo.ConcreteModel, instance: Instance, result: SolveResult
+    ) -> Solution:
+        data, true = self.policy_data(instance)
+        solution = self.empty_solution(instance, result)
+        if not result.status.has_solution:
+            return solution
+        x, y = read_allocation(model, data)
+        return self.finish(solution, instance, data, true, x, y)
+
+    def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
+        if self.needs_every_job:
+            stuck = unrunnable_jobs(self.true_data(instance))
+            if stuck:
+                return self.infeasible_solution(instance, _unrunnable_reason(instance, stuck))
+        return super().solve(instance, options)
+
+    def finish(
+        self,
+        solution: Solution,
+        instance: Instance,
+        data: GavelData,
+        true: GavelData,
+        x: FloatArray,
+        y: FloatArray,
+    ) -> Solution:
+        """Fill allocation, objective recomputed from it, metrics and rounds."""
+        x = np.clip(x, 0.0, 1.0)
+        y = np.clip(y, 0.0, 1.0)
+        solution.allocation, solution.colocated_allocation = allocation_dicts(data, x, y)
+        solution.objective = self.objective_value(data, x, y)
+        thr = effective_throughput(true, x, y)
+        solution.metrics["effective_throughput"] = {
+            job: float(v) for job, v in zip(true.job_ids, thr, strict=True)
+        }
+        solution.metrics["normalized_throughput"] = {
+            job: float(v)
+            for job, v in zip(true.job_ids, normalized_throughput(true, x, y), strict=True)
+        }
+        solution.metrics["objective_true_throughput"] = self.objective_value(true, x, y)
+        solution.metrics["heterogeneity_aware"] = self.heterogeneity_aware
+        rounds = self.num_rounds if self.num_rounds is not None else instance.params.num_rounds
+        if rounds > 0:
+            from schedlab.formulations.rounds import schedule_rounds
+
+            solution.rounds = schedule_rounds(
+                instance, solution.allocation, rounds, colocated=solution.colocated_allocation
+            )
+        return solution
+
+    def new_solution(self, instance: Instance, status: Status) -> Solution:
+        """An empty Solution of this formulation with ``status``."""
+        return Solution(
+            instance=InstanceRef(name=instance.name, hash=instance.content_hash()),
+            formulation=self.name,
+            status=status,
+        )
+
+
+# ------------------------------------------------------------------- max-min fairness
+
+
+class MaxMinFairness(GavelPolicy):
+    """Weighted max-min fairness (Gavel's LAS), normalized by equal-share throughput.
+
+    maximize  t
+    s.t.      fairness[j]:  s_j thr_j(X) / (w_j T_eq[j]) >= t     for every job j
+              job_share, capacity (base model)
+
+    With ``space_sharing=True``, thr_j also counts co-located pairs.  Large degenerate
+    instances are solved with interior point + crossover.
+    """
+
+    description = "weighted max-min fairness over normalized effective throughput"
+
+    def __init__(self, method: str = "auto", fast_threshold: int = 500, **kwargs: Any) -> None:
+        """``method``: ``pyomo`` (the reference model), ``fast`` (the exact fast path of
+        :mod:`schedlab.formulations.gavel_fast`) or ``auto`` (fast from ``fast_threshold``
+        jobs on)."""
+        super().__init__(**kwargs)
+        self.method = method
+        self.fast_threshold = fast_threshold
+
+    def build_from(self, data: GavelData) -> pyo.ConcreteModel:
+        m = base_model(data, self.name)
+        teq = data.equal_share_throughput()
+        coef = data.scale_factor / (data.weight * np.where(teq > 0, teq, 1.0))
+        m.t = pyo.Var(bounds=(0.0, None))
+        m.fairness = pyo.Constraint(
+            m.J, rule=lambda model, j: float(coef[j]) * model.thr[j] >= model.t
+        )
+        m.objective = pyo.Objective(expr=m.t, sense=pyo.maximize)
+        return m
+
+    def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
+        opts = options or SolverOptions()
+        use_fast = self.method == "fast" or (
+            self.method == "auto" and len(instance.jobs) >= self.fast_threshold
+        )
+        if use_fast:
+            from schedlab.formulations.gavel_fast import solve_max_min_fast
+
+            self.validate(instance)
+            return solve_max_min_fast(self, instance, opts)
+        if len(instance.jobs) >= 2000:
+            opts = opts.with_method("ipm")
+        return super().solve(instance, opts)
+
+    def objective_value(self, data: GavelData, x: FloatArray, y: FloatArray) -> float:
+        return max_min_value(data, x, y)
+
+
+# -------------------------------------------------------------------- sum throughput
+
+
+class MaxSumThroughput(GavelPolicy):
+    """Maximize total normalized throughput, optionally per dollar, optionally with SLOs.
+
+    maximize  sum_j sum_k T[j,k] X[j,k] / (T_best[j] * (s_j c_k if cost else 1))
+    s.t.      slo[j]:  thr_j(X) >= R_j / slo_j      for jobs with ``slo_s``
+              job_share, capacity
+
+    T_best[j] = max_k T[j,k] makes each job's full-speed run worth 1, so jobs of different
+    models are comparable; with ``cost=True`` each term is divided by the job's price rate
+    s_j c_k ($/h), Gavel's cost policy.  When the SLO rows cannot all hold the solution is
+    ``infeasible`` and its diagnostics name the SLOs that break (found by an elastic LP that
+    minimizes the total relative SLO shortfall).
+    """
+
+    description = "maximize total normalized throughput (cost=True: per dollar), with SLOs"
+    needs_every_job = False
+
+    def __init__(self, cost: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.cost = cost
+
+    def validate(self, instance: Instance) -> None:
+        super().validate(instance)
+        if self.cost:
+            for acc, pool in instance.cluster.accelerators.items():
+                if not pool.cost_per_hour:
+                    raise InputError(
+                        f"formulation {self.name} needs a positive cost_per_hour on every type",
+                        file=instance.name,
+                        field=f"cluster.accelerators.{acc}.cost_per_hour",
+                    )
+        for i, job in enumerate(instance.jobs):
+            if job.slo_s is not None and job.total_steps is None:
+                raise InputError(
+                    "a job with slo_s needs total_steps", file=instance.name,
+                    field=f"jobs[{i}].total_steps",
+                )
+
+    def build(self, instance: Instance) -> pyo.ConcreteModel:
+        data, _ = self.policy_data(instance)
+        m = self.build_from(data)
+        self._add_slos(m, instance, data)
+        return m
+
+    def _prices(self, data: GavelData) -> FloatArray | None:
+        return data.prices if self.cost else None
+
+    def build_from(self, data: GavelData) -> pyo.ConcreteModel:
+        m = base_model(data, self.name)
+        best = np.where(data.best_throughput() > 0, data.best_throughput(), 1.0)
+        prices = self._prices(data)
+        terms = []
+        for j, k in m.JK:
+            c = data.throughput[j, k] / best[j]
+            if prices is not None:
+                c /= data.scale_factor[j] * prices[k]
+            terms.append(c * m.X[j, k])
+        m.objective = pyo.Objective(expr=pyo.quicksum(terms), sense=pyo.maximize)
+        return m
+
+    @staticmethod
+    def _slo_rates(instance: Instance) -> dict[int, float]:
+        """Required throughput R_j / slo_j (steps/s) of jobs with an SLO."""
+        return {
+            j: job.remaining_steps / job.slo_s
+            for j, job in enumerate(instance.jobs)
+            if job.slo_s is not None and job.remaining_steps > 0
+        }
+
+    def _add_slos(self, m: pyo.ConcreteModel, instance: Instance, data: GavelData) -> None:
+        rates = self._slo_rates(instance)
+        m.SLO = pyo.Set(initialize=sorted(rates), ordered=True)
+        m.slo = pyo.Constraint(m.SLO, rule=lambda model, j: model.thr[j] >= rates[j])
+
+    def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
+        solution = super().solve(instance, options)
+        if solution.status == Status.INFEASIBLE and self._slo_rates(instance):
+            solution.diagnostics = self._explain_slos(instance, options)
+        return solution
+
+    def _explain_slos(self, instance: Instance, options: SolverOptions | None) -> list[str]:
+        """Name the SLOs that cannot hold: first alone, then together (elastic LP)."""
+        data, _ = self.policy_data(instance)
+        rates = self._slo_rates(instance)
+        alone = []
+        for j, rate in rates.items():
+            best = float(data.best_throughput()[j])
+            if rate > best * (1 + 1e-9):
+                alone.append(
+                    f"job {data.job_ids[j]}: SLO needs {rate:.6g} steps/s but its best "
+                    f"throughput is {best:.6g} (cannot hold even alone)"
+                )
+        if alone:
+            return alone
+        m = base_model(data, f"{self.name}.slo_elastic")
+        m.SLO = pyo.Set(initialize=sorted(rates), ordered=True)
+        m.short = pyo.Var(m.SLO, bounds=(0.0, 1.0))
+        m.slo = pyo.Constraint(
+            m.SLO, rule=lambda model, j: model.thr[j] >= rates[j] * (1 - model.short[j])
+        )
+        m.objective = pyo.Objective(expr=pyo.quicksum(m.short[j] for j in m.SLO))
+        PersistentSolver(options).solve(m)
+        broken = [
+            f"job {data.job_ids[j]}: SLO short by {100 * pyo.value(m.short[j]):.3g}% of its "
+            f"required {rates[j]:.6g} steps/s"
+            for j in m.SLO
+            if (pyo.value(m.short[j]) or 0.0) > 1e-7
+        ]
+        return ["SLOs cannot all hold together; least total shortfall:", *broken]
+
+    def objective_value(self, data: GavelData, x: FloatArray, y: FloatArray) -> float:
+        return sum_throughput_value(data, x, self._prices(data))
+
+
+# ----------------------------------------------------------------------- min makespan
+
+
+class MinMakespan(GavelPolicy):
+    """Minimize the time until every job's remaining steps are done, as one exact LP.
+
+    Makespan M satisfies R_j / thr_j(X) <= M for all j, i.e. thr_j(X) >= R_j / M.  With
+    y = 1/M this is linear:
+
+    maximize  y
+    s.t.      finish[j]:  thr_j(X) >= R_j y        for jobs with R_j > 0
+              job_share, capacity
+
+    and the optimal makespan is 1/y* (seconds).  Gavel instead bisects on M.
+    """
+
+    description = "minimize makespan as one LP in y = 1/makespan"
+
+    def validate(self, instance: Instance) -> None:
+        super().validate(instance)
+        instance.require("total_steps", formulation=self.name)
+
+    def build_from(self, data: GavelData) -> pyo.ConcreteModel:
+        m = base_model(data, self.name)
+        busy = [int(j) for j in np.flatnonzero(data.remaining_steps > 0)]
+        m.B = pyo.Set(initialize=busy, ordered=True)
+        m.y = pyo.Var(bounds=(0.0, None))
+        m.finish = pyo.Constraint(
+            m.B, rule=lambda model, j: model.thr[j] >= float(data.remaining_steps[j]) * model.y
+        )
+        m.objective = pyo.Objective(expr=m.y, sense=pyo.maximize)
+        return m
+
+    def extract(
+        self, model: pyo.ConcreteModel, instance: Instance, result: SolveResult
+    ) -> Solution:
+        solution = super().extract(model, instance, result)
+        y = pyo.value(model.y) if model.y.value is not None else None
+        if solution.status.has_solution and y:
+            solution.metrics["inverse_makespan_per_s"] = y
+            solution.bound = 1.0 / result.bound if result.bound else solution.objective
+            if solution.objective and solution.bound:
+                solution.gap = abs(solution.objective - solution.bound) / solution.objective
+        return solution
+
+    def objective_value(self, data: GavelData, x: FloatArray, y: FloatArray) -> float:
+        return makespan_value(data, x)
+
+
+# --------------------------------------------------------------- finish-time fairness
+
+
+class FinishTimeFairness(GavelPolicy):
+    """Themis' finish-time fairness: minimize max_j rho_j, by bisection on rho.
+
+    rho_j(X) = (t_j + R_j / thr_j(X)) / (t_iso_j + R_j / T_iso[j])
+
+    t_j = ``time_in_system_s``, t_iso_j = ``isolated_time_s``; T_iso[j] = T_eq[j] min(1, N/S),
+    S = sum_i s_i, is the throughput under a proportional share of the cluster (the allocation
+    X_iso[j,k] = (n_k/N) min(1, N/S), always feasible).  For a fixed rho the condition
+    rho_j <= rho is linear:  thr_j(X) >= R_j / (rho D_j - t_j),  D_j = t_iso_j + R_j/T_iso[j].
+    Each bisection step solves  max z  s.t.  thr_j(X) >= r_j(rho) z  and tests z >= 1, re-using
+    one persistent solver (only the row coefficients r_j change).  Bisection stops when
+    (hi - lo) <= tol * hi, tol = ``params.fairness_tolerance``; ``objective`` is max rho of the
+    returned allocation, ``bound`` the last infeasible rho (a proven lower bound).
+    """
+
+    description = "finish-time fairness (Themis): minimize max rho by bisection on LP feasibility"
+
+    def validate(self, instance: Instance) -> None:
+        super().validate(instance)
+        instance.require("total_steps", formulation=self.name)
+
+    @staticmethod
+    def terms(data: GavelData) -> tuple[FloatArray, FloatArray]:
+        """(t_j, D_j) per job."""
+        total_scale = float(data.scale_factor.sum())
+        iso = data.equal_share_throughput() * min(1.0, data.total_gpus / max(total_scale, 1e-12))
+        assert data.time_in_system is not None and data.isolated_time is not None
+        t = data.time_in_system
+        t_iso = data.isolated_time
+        denom = t_iso + np.divide(
+            data.remaining_steps, iso, out=np.full_like(iso, np.inf), where=iso > 0
+        )
+        return t, denom
+
+    def rho(self, data: GavelData, x: FloatArray, y: FloatArray) -> FloatArray:
+        """rho_j of an allocation (inf for a job with work left and no throughput)."""
+        t, denom = self.terms(data)
+        thr = effective_throughput(data, x, y)
+        remaining = data.remaining_steps
+        finish = t + np.divide(remaining, thr, out=np.full_like(thr, np.inf), where=thr > 0)
+        finish = np.where(remaining > 0, finish, t)
+        return finish / denom
+
+    def objective_value(self, data: GavelData, x: FloatArray, y: FloatArray) -> float:
+        busy = data.remaining_steps > 0
+        if not busy.any():
+            return 0.0
+        return float(self.rho(data, x, y)[busy].max())
+
+    def build_from(self, data: GavelData) -> pyo.ConcreteModel:
+        m = base_model(data, self.name)
+        busy = [int(j) for j in np.flatnonzero(data.remaining_steps > 0)]
+        m.B = pyo.Set(initialize=busy, ordered=True)
+        m.rate = pyo.Param(m.B, mutable=True, initialize=0.0)
+        m.z = pyo.Var(bounds=(0.0, 2.0))
+        m.finish = pyo.Constraint(
+            m.B, rule=lambda model, j: model.thr[j] >= model.rate[j] * model.z
+        )
+        m.objective = pyo.Objective(expr=m.z, sense=pyo.maximize)
+        return m
+
+    def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
+        stuck = unrunnable_jobs(self.true_data(instance))
+        if stuck:
+            return self.infeasible_solution(instance, _unrunnable_reason(instance, stuck))
+        self.validate(instance)
+        opts = (options or SolverOptions()).with_method("simplex")
+        t0 = time.perf_counter()
+        data, true = self.policy_data(instance)
+        m = self.build_from(data)
+        solver = PersistentSolver(opts)
+        t1 = time.perf_counter()
+        t_in, denom = self.terms(data)
+        busy = data.remaining_steps > 0
+        # hi: the proportional allocation is feasible; lo: every job alone at its best speed.
+        total_scale = float(data.scale_factor.sum())
+        share = min(1.0, data.total_gpus / max(total_scale, 1e-12))
+        x_iso = np.where(data.allowed, (data.gpus / data.total_gpus)[None, :] * share, 0.0)
+        y0 = np.zeros(data.pair_allowed.shape)
+        best_x = x_iso
+        hi = float(self.rho(data, x_iso, y0)[busy].max()) if busy.any() else 0.0
+        best_thr = data.best_throughput()
+        lo_each = (t_in + np.divide(data.remaining_steps, best_thr,
+                                    out=np.full_like(best_thr, np.inf), where=best_thr > 0)) / denom
+        lo = float(lo_each[busy].max()) if busy.any() else 0.0
+        tol = instance.params.fairness_tolerance
+        steps = 0
+        while busy.any() and hi - lo > tol * hi and steps < 200:
+            mid = 0.5 * (lo + hi)
+            for j in m.B:
+                slack_time = mid * denom[j] - t_in[j]
+                m.rate[j] = data.remaining_steps[j] / slack_time if slack_time > 0 else 1e12
+            result = solver.solve(m)
+            steps += 1
+            if result.status.has_solution and (pyo.value(m.z) or 0.0) >= 1.0 - 1e-9:
+                x, y = read_allocation(m, data)
+                rho_here = float(self.rho(data, x, y)[busy].max())
+                hi = min(mid, rho_here) if rho_here <= mid * (1 + 1e-9) else mid
+                best_x, y0 = x, y
+            else:
+                lo = mid
+        t2 = time.perf_counter()
+        solution = self.new_solution(instance, Status.OPTIMAL)
+        solution.solver = opts.solver
+        self.finish(solution, instance, data, true, best_x, y0)
+        solution.bound = lo
+        solution.gap = (solution.objective - lo) / solution.objective if solution.objective else 0.0
+        solution.metrics["bisection_steps"] = steps
+        solution.metrics["rho"] = {
+            job: float(v)
+            for job, v in zip(data.job_ids, self.rho(true, best_x, y0), strict=True)
+        }
+        t3 = time.perf_counter()
+        solution.timings = Timings(build_s=t1 - t0, solve_s=t2 - t1, extract_s=t3 - t2)
+        return solution
+
+
+# -------------------------------------------------------------------------- FIFO
+
+
+class Fifo(GavelPolicy):
+    """First in, first out: in arrival order each job takes a whole gang (X = 1) on the
+    fastest type with s_j free GPUs (heterogeneity-aware) or on the first type in the
+    cluster's order with free GPUs (agnostic).  Not an LP; ``objective`` is the number of
+    jobs running."""
+
+    description = "FIFO baseline: arrival order, fastest free accelerator first"
+    needs_every_job = False
+
+    def build_from(self, data: GavelData) -> pyo.ConcreteModel:
+        return pyo.ConcreteModel(name=self.name)
+
+    def allocate(self, instance: Instance, data: GavelData) -> FloatArray:
+        """The FIFO allocation X (each row has at most one 1)."""
+        free = data.gpus.copy()
+        x = np.zeros(data.throughput.shape)
+        order = sorted(range(data.num_jobs), key=lambda j: (instance.jobs[j].arrival, j))
+        for j in order:
+            candidates = np.flatnonzero(data.allowed[j])
+            if self.heterogeneity_aware:
+                candidates = candidates[np.argsort(-data.throughput[j, candidates], kind="stable")]
+            for k in candidates:
+                if free[k] >= data.scale_factor[j]:
+                    x[j, k] = 1.0
+                    free[k] -= data.scale_factor[j]
+                    break
+        return x
+
+    def objective_value(self, data: GavelData, x: FloatArray, y: FloatArray) -> float:
+        return float((x.sum(axis=1) > 0).sum())
+
+    def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
+        self.validate(instance)
+        t0 = time.perf_counter()
+        _, true = self.policy_data(instance)
+        x = self.allocate(instance, true)
+        solution = self.new_solution(instance, Status.OPTIMAL)
+        solution.solver = "none"
+        self.finish(solution, instance, true, true, x, np.zeros(true.pair_allowed.shape))
+        solution.timings = Timings(solve_s=time.perf_counter() - t0)
+        return solution
+
+
+# --------------------------------------------------------------------------- registry
+
+register("gavel.max_min_fairness", MaxMinFairness)
+register(
+    "gavel.max_min_fairness_agnostic",
+    MaxMinFairness,
+    "max-min fairness, heterogeneity-agnostic (Gavel's LAS baseline)",
+    heterogeneity_aware=False,
+)
+register(
+    "gavel.max_min_fairness_packed",
+    MaxMinFairness,
+    "max-min fairness with space sharing (co-located pairs)",
+    space_sharing=True,
+)
+register("gavel.max_sum_throughput", MaxSumThroughput)
+register(
+    "gavel.max_sum_throughput_agnostic",
+    MaxSumThroughput,
+    "max sum throughput, heterogeneity-agnostic",
+    heterogeneity_aware=False,
+)
+register(
+    "gavel.min_cost",
+    MaxSumThroughput,
+    "maximize normalized throughput per dollar (Gavel's cost policy), with SLOs",
+    cost=True,
+)
+register("gavel.min_makespan", MinMakespan)
+register(
+    "gavel.min_makespan_agnostic",
+    MinMakespan,
+    "min makespan, heterogeneity-agnostic",
+    heterogeneity_aware=False,
+)
+register("gavel.finish_time_fairness", FinishTimeFairness)
+register(
+    "gavel.finish_time_fairness_agnostic",
+    FinishTimeFairness,
+    "finish-time fairness, heterogeneity-agnostic",
+    heterogeneity_aware=False,
+)
+register("gavel.fifo", Fifo)
+register(
+    "gavel.fifo_agnostic",
+    Fifo,
+    "FIFO on the first free accelerator type (heterogeneity-agnostic)",
+    heterogeneity_aware=False,
+)
