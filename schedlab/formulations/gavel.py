@@ -9,10 +9,15 @@ Constraints shared by every policy (``base_model``):
 * ``capacity[k]``:   sum_j s_j X[j,k] + sum_p max(s_a, s_b) Y[p,k] <= n_k
 * ``thr[j]`` (expression): sum_k T[j,k] X[j,k] + sum_p Tc[p,k,j] Y[p,k]   (steps/s)
 
-Every policy has a heterogeneity-agnostic variant (``heterogeneity_aware=False``): the same
-model built from :meth:`GavelData.agnostic_view`, i.e. as if each job ran equally fast
-everywhere.  Its ``objective`` is the value the agnostic policy optimizes; the value of the
-same allocation under the true throughputs is in ``metrics["objective_true_throughput"]``.
+Every policy has a heterogeneity-agnostic variant (``heterogeneity_aware=False``): a policy
+that cannot tell accelerator types apart decides only each job's total time share x_j and
+its time lands on the types in proportion to their GPU counts, the expectation of a
+type-blind placement:
+
+* ``type_blind[j,k]``:  X[j,k] = x_j n_k / N_j,   N_j = sum of n_k over the types j may use.
+
+Its objective is then evaluated with the true throughputs, so it is directly comparable with
+the heterogeneity-aware optimum (which is never lower: type-blindness only adds rows).
 """
 
 from __future__ import annotations
@@ -53,8 +58,9 @@ _TOL = 1e-7
 # --------------------------------------------------------------------------- model
 
 
-def base_model(data: GavelData, name: str) -> pyo.ConcreteModel:
-    """Variables X (and Y), ``job_share`` and ``capacity`` rows, and ``thr`` expressions."""
+def base_model(data: GavelData, name: str, *, type_blind: bool = False) -> pyo.ConcreteModel:
+    """Variables X (and Y), ``job_share`` and ``capacity`` rows, and ``thr`` expressions;
+    with ``type_blind`` also the heterogeneity-agnostic rows ``type_blind[j,k]``."""
     m = pyo.ConcreteModel(name=name)
     num_jobs, num_types = data.throughput.shape
     m.J = pyo.Set(initialize=range(num_jobs), ordered=True)
@@ -95,6 +101,14 @@ def base_model(data: GavelData, name: str) -> pyo.ConcreteModel:
     m.job_share = pyo.Constraint(m.J, rule=job_share)
     m.capacity = pyo.Constraint(m.K, rule=capacity)
     m.thr = pyo.Expression(m.J, rule=lambda model, j: pyo.quicksum(thr_terms.get(j, [])))
+    if type_blind:
+        pool = (data.allowed * data.gpus[None, :]).sum(axis=1)
+        m.x_total = pyo.Var(m.J, bounds=(0.0, 1.0))
+        m.type_blind = pyo.Constraint(
+            m.JK,
+            rule=lambda model, j, k: model.X[j, k]
+            == float(data.gpus[k] / pool[j]) * model.x_total[j],
+        )
     return m
 
 
@@ -156,9 +170,14 @@ class GavelPolicy(Formulation):
         return gavel_data(instance, space_sharing=self.space_sharing)
 
     def policy_data(self, instance: Instance) -> tuple[GavelData, GavelData]:
-        """(data the policy optimizes over, true data)."""
+        """(data the policy optimizes over, true data): the same arrays for both variants;
+        the agnostic variant differs by the ``type_blind`` rows of :func:`base_model`."""
         true = self.true_data(instance)
-        return (true if self.heterogeneity_aware else true.agnostic_view()), true
+        return true, true
+
+    def model(self, data: GavelData, name: str | None = None) -> pyo.ConcreteModel:
+        """:func:`base_model` for this variant."""
+        return base_model(data, name or self.name, type_blind=not self.heterogeneity_aware)
 
     def validate(self, instance: Instance) -> None:
         """Gavel policies need a throughput for every job (on at least one type)."""
@@ -191,6 +210,7 @@ class GavelPolicy(Formulation):
         return self.finish(solution, instance, data, true, x, y)
 
     def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
+        self.validate(instance)
         if self.needs_every_job:
             stuck = unrunnable_jobs(self.true_data(instance))
             if stuck:
@@ -264,7 +284,7 @@ class MaxMinFairness(GavelPolicy):
         self.fast_threshold = fast_threshold
 
     def build_from(self, data: GavelData) -> pyo.ConcreteModel:
-        m = base_model(data, self.name)
+        m = self.model(data)
         teq = data.equal_share_throughput()
         coef = data.scale_factor / (data.weight * np.where(teq > 0, teq, 1.0))
         m.t = pyo.Var(bounds=(0.0, None))
@@ -276,8 +296,9 @@ class MaxMinFairness(GavelPolicy):
 
     def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
         opts = options or SolverOptions()
-        use_fast = self.method == "fast" or (
-            self.method == "auto" and len(instance.jobs) >= self.fast_threshold
+        use_fast = self.heterogeneity_aware and (
+            self.method == "fast"
+            or (self.method == "auto" and len(instance.jobs) >= self.fast_threshold)
         )
         if use_fast:
             from schedlab.formulations.gavel_fast import solve_max_min_fast
@@ -343,7 +364,7 @@ class MaxSumThroughput(GavelPolicy):
         return data.prices if self.cost else None
 
     def build_from(self, data: GavelData) -> pyo.ConcreteModel:
-        m = base_model(data, self.name)
+        m = self.model(data)
         best = np.where(data.best_throughput() > 0, data.best_throughput(), 1.0)
         prices = self._prices(data)
         terms = []
@@ -389,7 +410,7 @@ class MaxSumThroughput(GavelPolicy):
                 )
         if alone:
             return alone
-        m = base_model(data, f"{self.name}.slo_elastic")
+        m = self.model(data, f"{self.name}.slo_elastic")
         m.SLO = pyo.Set(initialize=sorted(rates), ordered=True)
         m.short = pyo.Var(m.SLO, bounds=(0.0, 1.0))
         m.slo = pyo.Constraint(
@@ -432,7 +453,7 @@ class MinMakespan(GavelPolicy):
         instance.require("total_steps", formulation=self.name)
 
     def build_from(self, data: GavelData) -> pyo.ConcreteModel:
-        m = base_model(data, self.name)
+        m = self.model(data)
         busy = [int(j) for j in np.flatnonzero(data.remaining_steps > 0)]
         m.B = pyo.Set(initialize=busy, ordered=True)
         m.y = pyo.Var(bounds=(0.0, None))
@@ -511,7 +532,7 @@ class FinishTimeFairness(GavelPolicy):
         return float(self.rho(data, x, y)[busy].max())
 
     def build_from(self, data: GavelData) -> pyo.ConcreteModel:
-        m = base_model(data, self.name)
+        m = self.model(data)
         busy = [int(j) for j in np.flatnonzero(data.remaining_steps > 0)]
         m.B = pyo.Set(initialize=busy, ordered=True)
         m.rate = pyo.Param(m.B, mutable=True, initialize=0.0)

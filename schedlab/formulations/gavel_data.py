@@ -42,6 +42,9 @@ class GavelData:
     prices: FloatArray | None = None  # (K,) $ per GPU-hour, when every type has one
     time_in_system: FloatArray | None = None  # (J,) t_j, s
     isolated_time: FloatArray | None = None  # (J,) t_iso_j, s
+    #: GPUs per type that define the equal share (default: ``gpus``).  Holding it fixed
+    #: makes scores of two cluster sizes comparable: T_eq itself grows with the cluster.
+    equal_share_gpus: FloatArray | None = None
 
     @property
     def num_jobs(self) -> int:
@@ -62,8 +65,12 @@ class GavelData:
         return np.maximum(self.scale_factor[idx[:, 0]], self.scale_factor[idx[:, 1]])
 
     def equal_share_throughput(self) -> FloatArray:
-        """T_eq[j] = sum_k T[j,k] n_k / N: throughput under an equal time share of every type."""
-        return (self.throughput * self.gpus[None, :]).sum(axis=1) / self.total_gpus
+        """T_eq[j] = sum_k T[j,k] n_k / N: throughput under an equal time share of every type.
+
+        T[j,k] is 0 where the job cannot run, so T_eq counts only types the job can use.
+        """
+        n = self.gpus if self.equal_share_gpus is None else self.equal_share_gpus
+        return (self.throughput * n[None, :]).sum(axis=1) / float(n.sum())
 
     def best_throughput(self) -> FloatArray:
         """max_k T[j,k] over allowed types (0 when none)."""

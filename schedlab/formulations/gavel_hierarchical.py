@@ -37,7 +37,6 @@ from schedlab.errors import SolverError
 from schedlab.formulations.gavel import (
     GavelPolicy,
     _unrunnable_reason,
-    base_model,
     read_allocation,
     unrunnable_jobs,
 )
@@ -83,7 +82,7 @@ class Hierarchical(GavelPolicy):
         return groups, np.array(weights), within
 
     def build_from(self, data: GavelData) -> pyo.ConcreteModel:
-        return base_model(data, self.name)
+        return self.model(data)
 
     def objective_value(self, data: GavelData, x: FloatArray, y: FloatArray) -> float:
         groups, weights = self._groups_cache
