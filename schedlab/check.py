@@ -2,16 +2,32 @@
 
 Every constraint is re-derived from the Instance; the Pyomo model is never consulted.  Each
 violation is one human-readable line with the numbers involved.  Tolerance ``tol`` is absolute
-on shares and GPU counts.
+on shares, GPU counts and seconds; durations are also allowed a relative error of 1e-6.
+
+Constraint families, one function each, dispatched by :func:`check` on the parts the solution
+fills:
+
+* :func:`check_allocation` - Gavel time shares X[j,k] and co-located pair shares Y[p,k];
+* :func:`check_rounds` - per-round placements of the round-based mechanism;
+* :func:`check_schedule` - timed schedules (Saturn configurations and nodes, Hare rounds and
+  barriers, capacity at every instant).
 """
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
 
-from schedlab.instance import Instance
-from schedlab.solution import Solution
+from schedlab.instance import Instance, Job
+from schedlab.solution import Placement, ScheduleEntry, Solution
+
+#: Relative tolerance on durations (runtime of a Saturn configuration, Hare task time).
+REL_TOL = 1e-6
+#: At most this many job names are listed in one capacity violation.
+_MAX_NAMES = 8
 
 
 def check(instance: Instance, solution: Solution, *, tol: float = 1e-6) -> list[str]:
@@ -19,6 +35,10 @@ def check(instance: Instance, solution: Solution, *, tol: float = 1e-6) -> list[
     violations: list[str] = []
     if solution.allocation or solution.colocated_allocation:
         violations += check_allocation(instance, solution, tol=tol)
+    if solution.rounds:
+        violations += check_rounds(instance, solution, tol=tol)
+    if solution.schedule:
+        violations += check_schedule(instance, solution, tol=tol)
     return violations
 
 
@@ -78,3 +98,414 @@ def check_allocation(instance: Instance, solution: Solution, *, tol: float = 1e-
         if used > cap + tol * max(1.0, cap):
             out.append(f"accelerator {acc}: {used:.9g} GPUs allocated > {cap} available")
     return out
+
+
+# ---------------------------------------------------------------------------- rounds
+
+
+def check_rounds(instance: Instance, solution: Solution, *, tol: float = 1e-6) -> list[str]:
+    """Per-round placements (Gavel's round-based mechanism), round by round.
+
+    In every round r, with P_r its placements:
+
+    * each placement's job and accelerator exist; the job appears at most once in P_r;
+    * whole gangs: gpus = s_j; ``gpu_ids`` (when given) are len = gpus distinct ids in
+      0..n_k-1;
+    * the job can run there: T[j,k] > 0 solo, or a co-location throughput with its partner on k;
+    * space sharing: partners name each other and sit on the same type; the smaller gang's ids
+      are a subset of the larger's; a GPU carries at most 2 jobs, and 2 only if they are
+      partners;
+    * capacity: sum of solo gangs + sum over pairs of max(s_a, s_b) <= n_k.
+
+    ``tol`` is unused (GPU counts are integers); it is accepted for a uniform signature.
+    """
+    out: list[str] = []
+    for r, placements in enumerate(solution.rounds):
+        out += _check_round_placements(instance, r, placements)
+        out += _check_round_partners(instance, r, placements)
+        out += _check_round_gpu_ids(instance, r, placements)
+        out += _check_round_capacity(instance, r, placements)
+    return out
+
+
+def _check_round_placements(instance: Instance, r: int, placements: list[Placement]) -> list[str]:
+    """Each placement alone: job, accelerator, gang size, ids, throughput; once per round."""
+    out: list[str] = []
+    jobs = {job.id: job for job in instance.jobs}
+    pools = instance.cluster.accelerators
+    for job_id, times in Counter(p.job for p in placements).items():
+        if times > 1:
+            out.append(f"round {r}: job {job_id} placed {times} times")
+    for p in placements:
+        job = jobs.get(p.job)
+        if job is None:
+            out.append(f"round {r}: placement names unknown job {p.job!r}")
+            continue
+        if p.accelerator not in pools:
+            out.append(f"round {r}: job {p.job}: unknown accelerator {p.accelerator!r}")
+            continue
+        where = f"round {r}: job {p.job} on {p.accelerator}"
+        if p.gpus != job.scale_factor:
+            out.append(f"{where}: gang of {p.gpus} GPUs but scale factor {job.scale_factor}")
+        if p.gpu_ids is not None:
+            out += _check_gpu_id_list(where, p, pools[p.accelerator].count)
+        if p.partner is None and job.throughput.get(p.accelerator, 0.0) <= 0.0:
+            out.append(f"{where}: no positive throughput there")
+        if p.partner is not None:
+            coloc = (job.colocated_throughput or {}).get(p.partner, {})
+            if p.accelerator not in coloc:
+                out.append(f"{where}: no co-location throughput with partner {p.partner}")
+    return out
+
+
+def _check_gpu_id_list(where: str, p: Placement, count: int) -> list[str]:
+    """``gpu_ids`` of one placement: gpus of them, distinct, within 0..count-1."""
+    ids = p.gpu_ids or []
+    out: list[str] = []
+    if len(ids) != p.gpus:
+        out.append(f"{where}: {len(ids)} gpu_ids for a gang of {p.gpus} GPUs")
+    if len(set(ids)) != len(ids):
+        out.append(f"{where}: repeated gpu_ids {sorted(ids)}")
+    bad = sorted(i for i in ids if not 0 <= i < count)
+    if bad:
+        out.append(f"{where}: gpu_ids {bad} outside 0..{count - 1}")
+    return out
+
+
+def _mutual_pairs(placements: list[Placement]) -> dict[str, Placement]:
+    """Job -> its partner's placement, for partners that name each other on the same type."""
+    by_job = {p.job: p for p in placements}
+    out: dict[str, Placement] = {}
+    for p in placements:
+        q = by_job.get(p.partner) if p.partner is not None else None
+        if q is not None and q.partner == p.job and q.accelerator == p.accelerator and q is not p:
+            out[p.job] = q
+    return out
+
+
+def _check_round_partners(instance: Instance, r: int, placements: list[Placement]) -> list[str]:
+    """Co-located partners name each other, share a type, and share GPUs (subset rule)."""
+    out: list[str] = []
+    mutual = _mutual_pairs(placements)
+    for p in placements:
+        if p.partner is None:
+            continue
+        where = f"round {r}: job {p.job} on {p.accelerator}"
+        if p.partner == p.job:
+            out.append(f"{where}: names itself as co-location partner")
+            continue
+        q = mutual.get(p.job)
+        if q is None:
+            out.append(
+                f"{where}: names partner {p.partner} but {p.partner} is not placed on "
+                f"{p.accelerator} naming {p.job} as its partner"
+            )
+            continue
+        if p.job > q.job:  # report each pair once
+            continue
+        if (p.gpu_ids is None) != (q.gpu_ids is None):
+            out.append(f"{where}: gpu_ids given for only one of the pair {p.job}+{q.job}")
+        elif p.gpu_ids is not None and q.gpu_ids is not None:
+            small, large = sorted((set(p.gpu_ids), set(q.gpu_ids)), key=len)
+            if not small <= large:
+                out.append(
+                    f"{where}: co-located pair {p.job}+{q.job} does not share GPUs "
+                    f"({sorted(p.gpu_ids)} vs {sorted(q.gpu_ids)})"
+                )
+    return out
+
+
+def _check_round_gpu_ids(instance: Instance, r: int, placements: list[Placement]) -> list[str]:
+    """A GPU carries at most two jobs in a round, and two only if they are partners."""
+    out: list[str] = []
+    mutual = _mutual_pairs(placements)
+    holders: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for p in placements:
+        for gpu in set(p.gpu_ids or []):
+            holders[(p.accelerator, gpu)].append(p.job)
+    for (acc, gpu), names in sorted(holders.items()):
+        if len(names) > 2:
+            out.append(f"round {r}: {acc} GPU {gpu} used by {len(names)} jobs ({_names(names)})")
+        elif len(names) == 2:
+            a, b = names
+            partner = mutual.get(a)
+            if partner is None or partner.job != b:
+                out.append(
+                    f"round {r}: {acc} GPU {gpu} used by both {a} and {b}, "
+                    "which are not co-located partners"
+                )
+    return out
+
+
+def _check_round_capacity(instance: Instance, r: int, placements: list[Placement]) -> list[str]:
+    """sum of solo gangs + sum over partner pairs of max(s_a, s_b) <= n_k, per type k."""
+    pools = instance.cluster.accelerators
+    mutual = _mutual_pairs(placements)
+    used: dict[str, int] = defaultdict(int)
+    for p in placements:
+        q = mutual.get(p.job)
+        if q is None:
+            used[p.accelerator] += p.gpus
+        elif p.job < q.job:  # a pair counts once, at its larger gang
+            used[p.accelerator] += max(p.gpus, q.gpus)
+    return [
+        f"round {r}: accelerator {acc}: {n} GPUs placed > {pools[acc].count} available"
+        for acc, n in used.items()
+        if acc in pools and n > pools[acc].count
+    ]
+
+
+def _names(names: Iterable[str]) -> str:
+    """Comma-separated, at most ``_MAX_NAMES`` names."""
+    items = list(names)
+    shown = ", ".join(items[:_MAX_NAMES])
+    return shown + (f", ... ({len(items)} in all)" if len(items) > _MAX_NAMES else "")
+
+
+# -------------------------------------------------------------------------- schedule
+
+
+def check_schedule(instance: Instance, solution: Solution, *, tol: float = 1e-6) -> list[str]:
+    """Timed schedule entries [start, end) of jobs on GPUs.
+
+    * each entry: the job exists; arrival_j <= start <= end; gpus >= 1; its accelerator and
+      node exist and agree (node n holds GPUs of one type);
+    * capacity at every instant t: on each node, sum of gpus of entries on it with
+      start <= t < end is <= G_n; on each accelerator type, the same sum is <= n_k;
+    * Saturn jobs (``configs`` set): scheduled exactly once (one configuration, one node: a job
+      never spans nodes); the entry's (config, gpus) is one of the job's feasible configurations
+      and end - start = runtime_s;
+    * Hare jobs (``rounds`` / ``tasks_per_round`` set): every entry has a round index in
+      0..R_j-1; round r holds m_j tasks; barrier: every task of round r+1 starts after every
+      task of round r ended; a task on type k lasts at least task_seconds[k].
+    """
+    out = _check_schedule_entries(instance, solution.schedule, tol)
+    out += _check_node_capacity(instance, solution.schedule, tol)
+    out += _check_type_capacity(instance, solution.schedule, tol)
+    by_job: dict[str, list[ScheduleEntry]] = defaultdict(list)
+    for entry in solution.schedule:
+        by_job[entry.job].append(entry)
+    for job in instance.jobs:
+        if job.configs is not None:
+            out += _check_saturn_job(instance, job, by_job.get(job.id, []), tol)
+        if job.rounds is not None or job.tasks_per_round is not None:
+            out += _check_hare_job(job, by_job.get(job.id, []), tol)
+    return out
+
+
+def _duration_tol(seconds: float, tol: float) -> float:
+    """Allowed error on a duration: relative REL_TOL plus absolute ``tol``."""
+    return REL_TOL * abs(seconds) + tol
+
+
+def _check_schedule_entries(
+    instance: Instance, schedule: Sequence[ScheduleEntry], tol: float
+) -> list[str]:
+    """Each entry alone: job, times, GPU count, accelerator and node."""
+    out: list[str] = []
+    jobs = {job.id: job for job in instance.jobs}
+    pools = instance.cluster.accelerators
+    nodes = {node.name: node for node in instance.cluster.nodes or []}
+    for i, e in enumerate(schedule):
+        where = f"schedule[{i}] job {e.job}"
+        job = jobs.get(e.job)
+        if job is None:
+            out.append(f"schedule[{i}] names unknown job {e.job!r}")
+            continue
+        if not (math.isfinite(e.start) and math.isfinite(e.end)):
+            out.append(f"{where}: start {e.start} / end {e.end} not finite")
+            continue
+        if e.start < job.arrival - tol:
+            out.append(f"{where}: starts at {e.start:.9g} s before its arrival {job.arrival:.9g} s")
+        if e.end < e.start - tol:
+            out.append(f"{where}: ends at {e.end:.9g} s before it starts at {e.start:.9g} s")
+        if e.gpus < 1:
+            out.append(f"{where}: {e.gpus} GPUs (must be >= 1)")
+        if e.accelerator is not None and e.accelerator not in pools:
+            out.append(f"{where}: unknown accelerator {e.accelerator!r}")
+        if e.node is not None and instance.cluster.nodes is not None:
+            node = nodes.get(e.node)
+            if node is None:
+                out.append(f"{where}: unknown node {e.node!r}")
+            elif e.accelerator is not None and e.accelerator != node.accelerator:
+                out.append(
+                    f"{where}: accelerator {e.accelerator} but node {e.node} holds "
+                    f"{node.accelerator} GPUs"
+                )
+        if e.accelerator is None and e.node is None and len(pools) > 1:
+            out.append(f"{where}: names neither an accelerator nor a node (cluster has "
+                       f"{len(pools)} types)")
+    return out
+
+
+def _entry_type(instance: Instance, e: ScheduleEntry) -> str | None:
+    """Accelerator type an entry runs on: its own, its node's, or the cluster's only type."""
+    pools = instance.cluster.accelerators
+    if e.accelerator is not None:
+        return e.accelerator if e.accelerator in pools else None
+    for node in instance.cluster.nodes or []:
+        if node.name == e.node:
+            return node.accelerator
+    return next(iter(pools)) if len(pools) == 1 else None
+
+
+@dataclass(frozen=True)
+class _Peak:
+    """Highest GPU use of one resource: ``gpus`` in use at time ``at`` by ``jobs``."""
+
+    gpus: int
+    at: float
+    jobs: tuple[str, ...]
+
+
+def _peak_use(entries: Iterable[ScheduleEntry], cap: int, tol: float) -> _Peak | None:
+    """Sweep over start/end events of half-open intervals [start, end).
+
+    Ends are moved ``tol`` earlier, so a start within ``tol`` after an end does not overlap it;
+    at equal times ends are processed before starts.  Returns the peak use when it exceeds
+    ``cap``, else None.
+    """
+    events: list[tuple[float, int, int]] = []
+    items = [e for e in entries if e.end - e.start > tol and math.isfinite(e.end)]
+    for k, e in enumerate(items):
+        events.append((e.start, 1, k))
+        events.append((e.end - tol, 0, k))
+    events.sort()
+    active: dict[int, ScheduleEntry] = {}
+    in_use = 0
+    peak: _Peak | None = None
+    for at, is_start, k in events:
+        e = items[k]
+        if not is_start:
+            in_use -= e.gpus
+            active.pop(k, None)
+            continue
+        in_use += e.gpus
+        active[k] = e
+        if in_use > cap and (peak is None or in_use > peak.gpus):
+            peak = _Peak(in_use, at, tuple(x.job for x in active.values()))
+    return peak
+
+
+def _check_node_capacity(
+    instance: Instance, schedule: Sequence[ScheduleEntry], tol: float
+) -> list[str]:
+    """At every instant, GPUs in use on node n <= G_n."""
+    out: list[str] = []
+    by_node: dict[str, list[ScheduleEntry]] = defaultdict(list)
+    for e in schedule:
+        if e.node is not None:
+            by_node[e.node].append(e)
+    for node in instance.cluster.nodes or []:
+        peak = _peak_use(by_node.get(node.name, []), node.gpus, tol)
+        if peak is not None:
+            out.append(
+                f"node {node.name}: {peak.gpus} GPUs in use at t={peak.at:.9g} s > "
+                f"{node.gpus} available (jobs {_names(peak.jobs)})"
+            )
+    return out
+
+
+def _check_type_capacity(
+    instance: Instance, schedule: Sequence[ScheduleEntry], tol: float
+) -> list[str]:
+    """At every instant, GPUs in use of type k <= n_k."""
+    out: list[str] = []
+    by_type: dict[str, list[ScheduleEntry]] = defaultdict(list)
+    for e in schedule:
+        acc = _entry_type(instance, e)
+        if acc is not None:
+            by_type[acc].append(e)
+    for acc, entries in by_type.items():
+        cap = instance.cluster.accelerators[acc].count
+        peak = _peak_use(entries, cap, tol)
+        if peak is not None:
+            out.append(
+                f"accelerator {acc}: {peak.gpus} GPUs in use at t={peak.at:.9g} s > "
+                f"{cap} available (jobs {_names(peak.jobs)})"
+            )
+    return out
+
+
+def _check_saturn_job(
+    instance: Instance, job: Job, entries: list[ScheduleEntry], tol: float
+) -> list[str]:
+    """One entry, one node, one feasible configuration, lasting exactly its runtime."""
+    if not entries:
+        return [f"job {job.id}: not scheduled (a Saturn job runs exactly once)"]
+    out: list[str] = []
+    if len(entries) > 1:
+        out.append(
+            f"job {job.id}: {len(entries)} schedule entries (a Saturn job runs once, with one "
+            "configuration, on one node)"
+        )
+    for e in entries:
+        where = f"job {job.id}"
+        if instance.cluster.nodes is not None and e.node is None:
+            out.append(f"{where}: no node given (cluster has nodes)")
+        if e.config is None:
+            out.append(f"{where}: no configuration given")
+            continue
+        match = [c for c in job.configs or [] if c.technique == e.config and c.gpus == e.gpus]
+        if not match:
+            offered = ", ".join(f"{c.technique}x{c.gpus}" for c in job.configs or [])
+            out.append(
+                f"{where}: configuration {e.config} on {e.gpus} GPUs is not one of its "
+                f"configurations ({offered})"
+            )
+            continue
+        config = match[0]
+        if not config.feasible:
+            out.append(f"{where}: configuration {e.config} on {e.gpus} GPUs is infeasible")
+        runs = e.end - e.start
+        if abs(runs - config.runtime_s) > _duration_tol(config.runtime_s, tol):
+            out.append(
+                f"{where}: runs {runs:.9g} s but configuration {e.config} on {e.gpus} GPUs "
+                f"takes {config.runtime_s:.9g} s"
+            )
+    return out
+
+
+def _check_hare_job(job: Job, entries: list[ScheduleEntry], tol: float) -> list[str]:
+    """Round indices, m_j tasks per round, barriers between rounds, task durations."""
+    out: list[str] = []
+    by_round: dict[int, list[ScheduleEntry]] = defaultdict(list)
+    for e in entries:
+        if e.round is None:
+            out.append(f"job {job.id}: task at t={e.start:.9g} s has no round index")
+        elif e.round < 0 or (job.rounds is not None and e.round >= job.rounds):
+            out.append(f"job {job.id}: round index {e.round} outside 0..{(job.rounds or 1) - 1}")
+        else:
+            by_round[e.round].append(e)
+        out += _check_hare_task_time(job, e, tol)
+    if job.tasks_per_round is not None:
+        expected = range(job.rounds) if job.rounds is not None else sorted(by_round)
+        for r in expected:
+            n = len(by_round.get(r, []))
+            if n != job.tasks_per_round:
+                out.append(f"job {job.id}: round {r} has {n} tasks, expected "
+                           f"{job.tasks_per_round}")
+    present = sorted(by_round)
+    for r, nxt in pairwise(present):
+        ended = max(e.end for e in by_round[r])
+        starts = min(e.start for e in by_round[nxt])
+        if starts < ended - tol:
+            out.append(
+                f"job {job.id}: round {nxt} starts at {starts:.9g} s before round {r} "
+                f"ends at {ended:.9g} s (barrier)"
+            )
+    return out
+
+
+def _check_hare_task_time(job: Job, e: ScheduleEntry, tol: float) -> list[str]:
+    """A task on type k lasts at least task_seconds[k], and k is one the job can use."""
+    if job.task_seconds is None or e.accelerator is None:
+        return []
+    need = job.task_seconds.get(e.accelerator)
+    if need is None:
+        return [f"job {job.id}: task on {e.accelerator}, which has no task_seconds"]
+    runs = e.end - e.start
+    if runs < need - _duration_tol(need, tol):
+        return [f"job {job.id}: task on {e.accelerator} runs {runs:.9g} s < its task time "
+                f"{need:.9g} s"]
+    return []

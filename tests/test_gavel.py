@@ -288,7 +288,8 @@ def test_max_min_invariant_to_scaling_one_jobs_throughputs(
     base = schedlab.solve(inst, "gavel.max_min_fairness").objective
     data = inst.to_dict()
     j = job % len(data["jobs"])
-    data["jobs"][j]["throughput"] = {k: v * factor for k, v in data["jobs"][j]["throughput"].items()}
+    row = data["jobs"][j]["throughput"]
+    data["jobs"][j]["throughput"] = {k: v * factor for k, v in row.items()}
     scaled = schedlab.solve(instance_from_dict(data), "gavel.max_min_fairness").objective
     assert scaled == pytest.approx(base, rel=1e-6)
 

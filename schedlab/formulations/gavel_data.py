@@ -6,8 +6,7 @@ k), R_j remaining steps.  Space sharing adds co-located pairs p = {a, b} with th
 Tc[p,k] = (steps/s of a, steps/s of b) while they share max(s_a, s_b) GPUs of type k.
 
 A job may run on type k only when it has a throughput there and its gang fits (s_j <= n_k);
-elsewhere X[j,k] is fixed to 0 (``allowed``).  The heterogeneity-agnostic variant of a policy
-sees every allowed throughput replaced by one number per job (``agnostic_view``).
+elsewhere X[j,k] is fixed to 0 (``allowed``).
 """
 
 from __future__ import annotations
