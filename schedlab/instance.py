@@ -261,7 +261,10 @@ class Instance(_Strict):
         return "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict with the ``schema`` key, omitting unset optional fields."""
+        """Plain dict with the ``schema`` key, omitting unset optional fields (``None``).
+
+        See :func:`schedlab.workloads.gavel.compact_instance_dict` for a leaner form.
+        """
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     def require(self, field: str, *, formulation: str) -> None:
@@ -404,6 +407,7 @@ def write_json_atomic(path: str | Path, payload: Any, *, indent: int | None = 2)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(payload, fh, indent=indent, allow_nan=False)
             fh.write("\n")
+        os.chmod(tmp, 0o644)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -418,6 +422,7 @@ def save_instance(instance: Instance, path: str | Path) -> None:
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 yaml.safe_dump(instance.to_dict(), fh, sort_keys=False)
+            os.chmod(tmp, 0o644)
             os.replace(tmp, target)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

@@ -1,0 +1,511 @@
+"""The ``schedlab`` command line: solve, validate and check instance files.
+
+Exit codes (the same for every subcommand):
+
+* ``0`` success;
+* ``1`` the solver failed, the problem is infeasible or unbounded, or the checker found
+  violations;
+* ``2`` bad input: a missing or malformed file, an invalid instance, an unknown formulation or
+  solver, a solver that is not installed, or a bad command-line argument;
+* ``130`` interrupted (Ctrl-C).
+
+A user error prints exactly one line, ``error: <message>``, to stderr and never a traceback.
+Reports (tables) go to stdout through rich; logging goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from rich.console import Console
+from rich.table import Table
+
+from schedlab import __version__
+from schedlab.errors import InputError, SchedlabError
+
+log = logging.getLogger("schedlab.cli")
+
+DEFAULT_FORMULATION = "gavel.max_min_fairness"
+#: Rows shown in per-job tables before the "... N more" line.
+MAX_ROWS = 20
+#: At most this many per-job metric columns are shown beside the allocation.
+MAX_METRIC_COLUMNS = 3
+#: Per-job metrics shown first when a solution carries them (others follow by name).
+PREFERRED_METRICS = ("effective_throughput", "throughput", "normalized_throughput")
+
+#: Placements of the first round shown in the one-line rounds preview.
+ROUND_PREVIEW = 8
+#: Table width when stdout is not a terminal (a file, a pipe, a test's capture).
+PIPE_WIDTH = 160
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+# ------------------------------------------------------------------------ argument parsing
+
+
+class _Parser(argparse.ArgumentParser):
+    """ArgumentParser whose usage errors are one ``error:`` line on stderr, exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        _print_error(f"{message} (see '{self.prog} --help')")
+        raise SystemExit(EXIT_INPUT)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
+    return value
+
+
+def _nonnegative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number >= 0")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be an integer >= 1")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``schedlab`` argument parser with its subcommands."""
+    common = _Parser(add_help=False)
+    noise = common.add_mutually_exclusive_group()
+    noise.add_argument("-v", "--verbose", action="store_true",
+                       help="debug logging, and the solver's own log")
+    noise.add_argument("-q", "--quiet", action="store_true",
+                       help="print only errors and a one-line result")
+
+    parser = _Parser(
+        prog="schedlab",
+        description="GPU-cluster scheduling formulations (Gavel, Shockwave, Saturn, Titan, "
+        "Hare) behind one Instance -> Solution interface.",
+        epilog="Exit codes: 0 success, 1 solver failure / infeasible / violations, "
+        "2 bad input. See docs/cli.md.",
+    )
+    parser.add_argument("--version", action="version", version=f"schedlab {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    solve = sub.add_parser("solve", parents=[common], help="solve an instance file",
+                           description="Build, solve and check a formulation on an instance.")
+    solve.add_argument("file", metavar="FILE", help="instance file (.json, .yaml, .json.gz)")
+    solve.add_argument("-f", "--formulation", default=DEFAULT_FORMULATION, metavar="NAME",
+                       help=f"registered formulation (default: {DEFAULT_FORMULATION}); "
+                       "see 'schedlab formulations'")
+    solve.add_argument("--solver", default="highs", metavar="NAME",
+                       help="highs (default) or gurobi (pip install 'schedlab[gurobi]')")
+    solve.add_argument("--time-limit", type=_positive_float, metavar="S",
+                       help="solver time limit per solve, seconds")
+    solve.add_argument("--mip-gap", type=_nonnegative_float, metavar="G",
+                       help="relative MIP gap at which to stop, e.g. 0.01")
+    solve.add_argument("--threads", type=_positive_int, metavar="N", help="solver threads")
+    solve.add_argument("--lp-method", choices=("auto", "simplex", "ipm"), default="auto",
+                       help="LP algorithm (default: auto, the formulation decides)")
+    solve.add_argument("--rounds", type=_positive_int, metavar="N",
+                       help="rounds produced by the round mechanism (overrides the "
+                       "instance's params.num_rounds)")
+    solve.add_argument("-o", "--out", metavar="SOL.json",
+                       help="write the Solution as JSON (atomically) to this file")
+    solve.set_defaults(handler=_cmd_solve)
+
+    validate = sub.add_parser("validate", parents=[common], help="validate instance files",
+                              description="Validate instance files and summarize each.")
+    validate.add_argument("files", metavar="FILE", nargs="+", help="instance file(s)")
+    validate.set_defaults(handler=_cmd_validate)
+
+    check = sub.add_parser("check", parents=[common],
+                           help="check a solution file against an instance",
+                           description="Re-derive every constraint from the instance and "
+                           "list the ones the solution violates.")
+    check.add_argument("instance", metavar="INSTANCE", help="instance file")
+    check.add_argument("solution", metavar="SOLUTION", help="solution file (from solve --out)")
+    check.set_defaults(handler=_cmd_check)
+
+    forms = sub.add_parser("formulations", parents=[common],
+                           help="list registered formulations",
+                           description="List the registered formulation names.")
+    forms.set_defaults(handler=_cmd_formulations)
+
+    schema = sub.add_parser("schema", parents=[common], help="print a JSON Schema",
+                            description="Print the JSON Schema of a file format.")
+    schema.add_argument("kind", choices=("instance", "solution"), help="which file format")
+    schema.set_defaults(handler=_cmd_schema)
+    return parser
+
+
+# ------------------------------------------------------------------------------- output
+
+
+def _print_error(message: str) -> None:
+    """One ``error:`` line on stderr (newlines inside the message are folded)."""
+    one_line = " ".join(str(message).split())
+    sys.stderr.write(f"error: {one_line}\n")
+    sys.stderr.flush()
+
+
+def _print_warning(message: str) -> None:
+    one_line = " ".join(str(message).split())
+    sys.stderr.write(f"warning: {one_line}\n")
+    sys.stderr.flush()
+
+
+def _console() -> Console:
+    """A rich console on the current ``sys.stdout`` (so captured output works in tests).
+
+    Lines are never wrapped (``soft_wrap``), so one result stays one line for grep; when
+    stdout is not a terminal, tables get a wide fixed width instead of rich's default 80.
+    """
+    console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    if not console.is_terminal:
+        console.width = max(console.width, PIPE_WIDTH)
+    return console
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Logs to whatever ``sys.stderr`` is at the time of each record."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.setStream(sys.stderr)
+        super().emit(record)
+
+
+_HANDLER: logging.Handler | None = None
+
+
+def _configure_logging(verbose: bool, quiet: bool) -> None:
+    """``schedlab`` logger: WARNING by default, DEBUG with --verbose, ERROR with --quiet."""
+    global _HANDLER
+    logger = logging.getLogger("schedlab")
+    if _HANDLER is not None:
+        logger.removeHandler(_HANDLER)
+    _HANDLER = _StderrHandler()
+    _HANDLER.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logger.addHandler(_HANDLER)
+    logger.setLevel(logging.DEBUG if verbose else logging.ERROR if quiet else logging.WARNING)
+
+
+def _fmt(value: float | None, spec: str = ".6g") -> str:
+    if value is None:
+        return "-"
+    return format(value, spec)
+
+
+def _fmt_share(value: float) -> str:
+    """A share in [0, 1] to 3 decimals; solver noise such as -1e-12 prints as 0.000."""
+    return f"{value if abs(value) >= 5e-4 else 0.0:.3f}"
+
+
+def _fmt_seconds(value: float) -> str:
+    return f"{value:.3f} s"
+
+
+# ------------------------------------------------------------------------------- solve
+
+
+def _cmd_solve(args: argparse.Namespace) -> int:
+    from schedlab.api import solve
+    from schedlab.instance import load_instance
+    from schedlab.registry import get_formulation
+    from schedlab.solvers import PersistentSolver, SolverOptions
+
+    # Cheap checks first, so a typo fails before a large model is built.
+    get_formulation(args.formulation)
+    PersistentSolver(SolverOptions(solver=args.solver))
+    out = Path(args.out) if args.out else None
+    if out is not None and out.is_dir():
+        raise InputError("is a directory; --out needs a file name", file=str(out),
+                         field="--out")
+
+    t0 = time.perf_counter()
+    instance = load_instance(args.file)
+    load_s = time.perf_counter() - t0
+    if args.rounds is not None:
+        instance.params.num_rounds = args.rounds
+    log.info("loaded %s: %d jobs in %.3f s", args.file, len(instance.jobs), load_s)
+
+    solution = solve(
+        instance,
+        args.formulation,
+        solver=args.solver,
+        time_limit=args.time_limit,
+        mip_gap=args.mip_gap,
+        threads=args.threads,
+        lp_method=args.lp_method,
+        verbose=args.verbose,
+    )
+
+    if out is not None:
+        try:
+            solution.save(out)
+        except OSError as exc:
+            raise InputError(f"cannot write: {exc.strerror or exc}", file=str(out),
+                             field="--out") from None
+        log.info("wrote %s", out)
+
+    console = _console()
+    if args.quiet:
+        console.print(_one_line_result(solution))
+    else:
+        _print_solution(console, instance, solution, load_s=load_s, out=out)
+    if solution.violations:
+        _print_violations(console, solution.violations)
+        return EXIT_FAILURE
+    return EXIT_OK if solution.status.has_solution else EXIT_FAILURE
+
+
+def _one_line_result(solution: Any) -> str:
+    return (f"{solution.status.value} objective={_fmt(solution.objective)} "
+            f"bound={_fmt(solution.bound)} gap={_fmt(solution.gap, '.3g')} "
+            f"time={solution.timings.total_s:.3f}s")
+
+
+def _print_solution(console: Console, instance: Any, solution: Any, *, load_s: float,
+                    out: Path | None) -> None:
+    summary = Table(title=f"{solution.formulation} on {instance.name}", show_header=False,
+                    title_justify="left")
+    summary.add_column("what", style="bold")
+    summary.add_column("value")
+    summary.add_row("status", solution.status.value)
+    summary.add_row("solver", solution.solver)
+    summary.add_row("objective", _fmt(solution.objective))
+    summary.add_row("bound", _fmt(solution.bound))
+    summary.add_row("gap", _fmt(solution.gap, ".3g"))
+    timings = solution.timings
+    summary.add_row("time load", _fmt_seconds(load_s))
+    for phase in ("build", "solve", "extract", "check"):
+        summary.add_row(f"time {phase}", _fmt_seconds(getattr(timings, f"{phase}_s")))
+    summary.add_row("time total", _fmt_seconds(load_s + timings.total_s))
+    if out is not None:
+        summary.add_row("written", str(out))
+    console.print(summary)
+
+    if solution.allocation:
+        console.print(_allocation_table(instance, solution))
+    elif solution.schedule:
+        console.print(_schedule_table(solution))
+    if solution.colocated_allocation:
+        console.print(f"space sharing: {len(solution.colocated_allocation)} co-located "
+                      "pair share(s) (see the solution file)")
+    if solution.rounds:
+        first = ", ".join(f"{p.job}->{p.accelerator} x{p.gpus}"
+                          for p in solution.rounds[0][:ROUND_PREVIEW])
+        more = len(solution.rounds[0]) - ROUND_PREVIEW
+        console.print(f"rounds: {len(solution.rounds)} round(s) of placements; round 0: "
+                      f"{first or 'idle'}{f', ... {more} more' if more > 0 else ''}",
+                      markup=False)
+    if solution.groups:
+        console.print(f"groups: {len(solution.groups)} merged group(s)")
+    if solution.diagnostics:
+        console.print("diagnostics:")
+        for line in solution.diagnostics:
+            console.print(f"  {line}", markup=False)
+    if solution.status.value == "time_limit":
+        console.print("note: stopped at the time limit; the incumbent is not proven optimal")
+
+
+def _per_job_metrics(solution: Any, job_ids: set[str]) -> list[tuple[str, dict[str, Any]]]:
+    """Metrics that hold one number per job (``{job id: value}``), preferred ones first."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    for name, value in solution.metrics.items():
+        if (isinstance(value, dict) and value and set(value) <= job_ids
+                and all(isinstance(v, int | float) for v in value.values())):
+            found.append((name, value))
+    order = {name: i for i, name in enumerate(PREFERRED_METRICS)}
+    found.sort(key=lambda item: (order.get(item[0], len(order)), item[0]))
+    return found[:MAX_METRIC_COLUMNS]
+
+
+def _allocation_table(instance: Any, solution: Any) -> Table:
+    """Share of time X[j,k] per job and accelerator type, plus per-job metrics."""
+    types = list(instance.types)
+    job_ids = [job.id for job in instance.jobs]
+    extra = [j for j in solution.allocation if j not in set(job_ids)]
+    job_ids += extra
+    metrics = _per_job_metrics(solution, set(job_ids))
+    table = Table(title="allocation (share of time per accelerator type)", title_justify="left")
+    table.add_column("job")
+    for acc in types:
+        table.add_column(acc, justify="right")
+    table.add_column("total", justify="right")
+    for name, _ in metrics:
+        table.add_column(name.replace("_", " "), justify="right")
+    for job_id in job_ids[:MAX_ROWS]:
+        shares = solution.allocation.get(job_id, {})
+        cells = [_fmt_share(shares.get(acc, 0.0)) for acc in types]
+        cells.append(_fmt(sum(shares.values()), ".3f"))
+        cells += [_fmt(values.get(job_id)) for _, values in metrics]
+        table.add_row(job_id, *cells)
+    if len(job_ids) > MAX_ROWS:
+        table.add_row(f"... {len(job_ids) - MAX_ROWS} more", *[""] * (len(table.columns) - 1))
+    return table
+
+
+def _schedule_table(solution: Any) -> Table:
+    table = Table(title="schedule", title_justify="left")
+    for name in ("job", "start s", "end s", "accelerator", "node", "gpus", "config"):
+        table.add_column(name, justify="right" if name in ("start s", "end s", "gpus") else "left")
+    entries = solution.schedule
+    for e in entries[:MAX_ROWS]:
+        table.add_row(e.job, _fmt(e.start, ".2f"), _fmt(e.end, ".2f"), e.accelerator or "-",
+                      e.node or "-", str(e.gpus), e.config or "-")
+    if len(entries) > MAX_ROWS:
+        table.add_row(f"... {len(entries) - MAX_ROWS} more", *[""] * 6)
+    return table
+
+
+def _print_violations(console: Console, violations: Sequence[str]) -> None:
+    console.print(f"checker: {len(violations)} violation(s):")
+    for line in violations[:MAX_ROWS]:
+        console.print(f"  {line}", markup=False)
+    if len(violations) > MAX_ROWS:
+        console.print(f"  ... {len(violations) - MAX_ROWS} more")
+
+
+# ---------------------------------------------------------------------------- validate
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from schedlab.instance import load_instance
+
+    console = _console()
+    code = EXIT_OK
+    for file in args.files:
+        try:
+            instance = load_instance(file)
+        except InputError as exc:
+            if len(args.files) == 1:
+                raise
+            _print_error(str(exc))
+            code = EXIT_INPUT
+            continue
+        pools = ", ".join(f"{acc} x{pool.count}"
+                          for acc, pool in instance.cluster.accelerators.items())
+        if not args.quiet:
+            console.print(f"ok {file}: {instance.name}: {len(instance.jobs)} jobs; "
+                          f"{instance.cluster.total_gpus} GPUs ({pools})", markup=False)
+    return code
+
+
+# ------------------------------------------------------------------------------- check
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from schedlab.check import check
+    from schedlab.instance import load_instance
+    from schedlab.solution import load_solution
+
+    instance = load_instance(args.instance)
+    solution = load_solution(args.solution)
+    expected = instance.content_hash()
+    if solution.instance.hash != expected:
+        _print_warning(
+            f"{args.solution} was computed for instance {solution.instance.name!r} "
+            f"({solution.instance.hash[:19]}...), not for {args.instance} "
+            f"({expected[:19]}...); checking anyway"
+        )
+    console = _console()
+    if not solution.status.has_solution:
+        console.print(f"{args.solution}: status {solution.status.value}: nothing to check",
+                      markup=False)
+        for line in solution.diagnostics:
+            console.print(f"  {line}", markup=False)
+        return EXIT_FAILURE
+    violations = check(instance, solution)
+    if violations:
+        _print_violations(console, violations)
+        return EXIT_FAILURE
+    if not args.quiet:
+        console.print(f"ok: {args.solution} is feasible for {args.instance} "
+                      f"({solution.formulation}, status {solution.status.value})", markup=False)
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------- formulations, schema
+
+
+def _cmd_formulations(args: argparse.Namespace) -> int:
+    from schedlab.registry import formulations
+
+    entries = formulations()
+    console = _console()
+    if args.quiet:
+        for name in entries:
+            console.print(name, markup=False)
+        return EXIT_OK
+    table = Table(title="formulations", title_justify="left")
+    table.add_column("name", no_wrap=True)
+    table.add_column("description")
+    for name, entry in entries.items():
+        first_line = (entry.description or "").strip().splitlines()
+        table.add_row(name, first_line[0] if first_line else "")
+    console.print(table)
+    return EXIT_OK
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    from schedlab.instance import instance_json_schema
+    from schedlab.solution import solution_json_schema
+
+    schema = instance_json_schema() if args.kind == "instance" else solution_json_schema()
+    sys.stdout.write(json.dumps(schema, indent=2) + "\n")
+    return EXIT_OK
+
+
+# -------------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``schedlab`` command line; return the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version and usage errors
+        return exc.code if isinstance(exc.code, int) else EXIT_INPUT
+    _configure_logging(args.verbose, args.quiet)
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return handler(args)
+    except SchedlabError as exc:
+        _print_error(str(exc))
+        return exc.exit_code
+    except KeyboardInterrupt:
+        _print_error("interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # e.g. `schedlab schema instance | head`
+        return EXIT_OK
+    except Exception as exc:  # a bug, not the user's fault: one line, traceback on -v
+        log.debug("internal error", exc_info=True)
+        _print_error(f"internal error ({type(exc).__name__}: {exc}); "
+                     "rerun with --verbose for the traceback and please report it")
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1007 @@
+r"""Exact fast paths for Gavel's max-min fairness LP (DESIGN.md §3 "Fast exact paths").
+
+The reference model (:class:`~schedlab.formulations.gavel.MaxMinFairness` with
+``method="pyomo"``) has one variable per (job, type) and per (co-located pair, type) and one
+Pyomo call per element; at 10^4 jobs, or at 10^3 jobs with every pair co-locatable (10^6
+pair variables), building and loading it dominates.  This module reaches the *same optimum*
+(to solver tolerance) by three exact devices, chosen by :func:`solve_max_min_fast`:
+
+1. **Aggregation** (:func:`classify_jobs`).  With a_j = s_j / (w_j T_eq[j]) the LP is
+
+   .. math::
+
+      \max t \quad\text{s.t.}\quad
+      a_j \Bigl(\sum_r T_{jr} z_{jr} + \sum_{p \ni j,k} Tc_{p,k,j} Y_{pk}\Bigr) \ge t,\;
+      \sum_r z_{jr} + \sum_{p \ni j,k} Y_{pk} \le 1,\;
+      \sum_{j,r} U_{jrk} z_{jr} + \sum_p g_p Y_{pk} \le n_k
+
+   where the *patterns* r of a job are its accelerator types (U_{jrk} = s_j [r = k]) or, for
+   the heterogeneity-agnostic (type-blind) variant, the single pattern that spreads its time
+   over its types in proportion to n_k (U_{j0k} = s_j n_k / N_j).  Jobs with identical
+   (a_j T_j, allowed patterns, U_j) rows -- and identical co-location rows towards every other
+   class -- are interchangeable: permuting them maps the LP onto itself, so averaging any
+   optimum over the permutations (the LP is convex) gives an optimum in which they get equal
+   shares.  The LP over classes c with multiplicities m_c (capacity rows count m_c U_c z_c)
+   is therefore exact, and its solution is broadcast to the members.
+
+2. **Dantzig-Wolfe over the K capacity rows** (:func:`solve_capacity_master`, no pairs).
+   The set S = {(t, z): a_j T_j z_j >= t, sum_r z_jr <= 1, z >= 0} is convex and only the K
+   capacity rows couple the jobs, so the LP equals the master
+
+   .. math:: \max \sum_i \lambda_i t_i \;\text{s.t.}\; \sum_i \lambda_i u_i \le n,\;
+             \sum_i \lambda_i = 1,\; \lambda \ge 0
+
+   over points (t_i, z_i) of S with GPU use u_i.  A column is priced exactly in numpy: for
+   capacity prices pi the Lagrangian subproblem max_{(t,z) in S} t - pi . u(z) separates per
+   class into phi_c(t), the cheapest cost of reaching normalized throughput t (the lower convex
+   hull of the points (A_cr, pi . U_cr)), and max_t t - sum_c m_c phi_c(t) is found by a sweep
+   over the hull breakpoints.  The master is solved in its dual (cutting-plane) form on a
+   persistent Pyomo model with K + 1 variables; L(pi) = max(...) + pi . n is an upper bound,
+   the master value a lower bound, and we stop when they meet.
+
+3. **Column generation over co-located pairs** (:func:`solve_pair_master`).  Solo columns
+   are all present; a pair column (q, k) enters when its reduced cost
+
+   .. math:: \bar c_{qk} = \sum_{c \in q} \rho_{qc} (\lambda_c B_{qkc} - \mu_c) - g_q \pi_k
+
+   is positive (lambda: fairness duals, mu: job_share duals, pi: capacity duals, rho_qc: the
+   share one job of class c receives per unit of the class pair's total Y).  All candidates
+   are priced at once in numpy; the master is again solved in dual form (new columns are new
+   rows, which persistent solvers add with a warm-started dual simplex).  When nothing prices
+   out, the restricted primal over the generated columns is solved once for X and Y.
+
+See ``docs/fast_paths.md`` for the derivations and the choice between the paths.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyomo.environ as pyo
+import scipy.sparse as sp
+from pyomo.core.expr.numeric_expr import LinearExpression
+
+from schedlab.formulations.gavel import (
+    GavelPolicy,
+    MaxMinFairness,
+    _unrunnable_reason,
+    unrunnable_jobs,
+)
+from schedlab.formulations.gavel_data import BoolArray, FloatArray, GavelData
+from schedlab.instance import Instance
+from schedlab.solution import Solution, Status, Timings
+from schedlab.solvers import PersistentSolver, SolverOptions
+
+log = logging.getLogger(__name__)
+
+IntArray = npt.NDArray[np.int64]
+
+#: Low mantissa bits ignored when comparing coefficients (2^-40 ~ 1e-12 relative).
+_KEY_DROP_BITS = 12
+#: Stop when (upper bound - lower bound) <= this x upper bound.
+GAP_TOLERANCE = 1e-9
+#: Classes up to which the class LP is solved directly (no pairs); beyond, Dantzig-Wolfe.
+CLASS_LP_MAX_CLASSES = 300
+#: Pair columns up to which the class LP with every pair column is solved directly.
+FULL_PAIR_COLUMNS_MAX = 4000
+#: Cutting-plane / column-generation iterations before giving up (honest time_limit status).
+MAX_ITERATIONS = 500
+
+
+# ------------------------------------------------------------------------- job classes
+
+
+@dataclass(frozen=True)
+class JobClasses:
+    """Interchangeable jobs grouped into classes c (C classes, R patterns, K types).
+
+    A pattern r of class c is one way of spending a unit of a job's time: ``fair[c, r]`` is
+    the normalized throughput a_j T it yields, ``usage[c, r, k]`` the GPUs of type k it holds
+    and ``direction[c, r, k]`` = usage / s its time share on type k (X[j,k] per unit).
+    """
+
+    of_job: IntArray  # (J,) class of each job
+    count: FloatArray  # (C,) m_c
+    order: IntArray  # (J,) jobs sorted by class (stable)
+    start: IntArray  # (C + 1,) class c's members are order[start[c]:start[c + 1]]
+    fair: FloatArray  # (C, R)
+    ok: BoolArray  # (C, R)
+    usage: FloatArray  # (C, R, K)
+    direction: FloatArray  # (C, R, K)
+
+    @property
+    def num_classes(self) -> int:
+        """C."""
+        return len(self.count)
+
+    def members(self, c: int) -> IntArray:
+        """Job positions of class c, in instance order."""
+        return self.order[self.start[c] : self.start[c + 1]]
+
+    def broadcast(self, z: FloatArray) -> FloatArray:
+        """X (J, K) from per-job pattern shares z (C, R): X[j,k] = sum_r z[c(j),r] dir[c,r,k]."""
+        x_class = np.einsum("cr,crk->ck", z, self.direction)
+        return np.asarray(x_class[self.of_job], dtype=float)
+
+
+def fairness_coefficients(data: GavelData) -> FloatArray:
+    """a_j = s_j / (w_j T_eq[j]) (T_eq = 0 replaced by 1, as in the reference model)."""
+    teq = data.equal_share_throughput()
+    return np.asarray(data.scale_factor / (data.weight * np.where(teq > 0, teq, 1.0)))
+
+
+def job_patterns(
+    data: GavelData, heterogeneity_aware: bool
+) -> tuple[FloatArray, BoolArray, FloatArray, FloatArray]:
+    """Per job: (fair (J,R), ok (J,R), usage (J,R,K), direction (J,R,K)).
+
+    Aware: one pattern per type, usage s_j on that type.  Type-blind (agnostic): one pattern,
+    X[j,k] = x_j n_k / N_j on the allowed types (the ``type_blind`` rows of the reference).
+    """
+    coef = fairness_coefficients(data)
+    num_jobs, num_types = data.throughput.shape
+    if heterogeneity_aware:
+        direction = np.broadcast_to(np.eye(num_types), (num_jobs, num_types, num_types)).copy()
+        direction *= data.allowed[:, :, None]
+        ok = data.allowed.copy()
+        fair = coef[:, None] * data.throughput
+    else:
+        pool = (data.allowed * data.gpus[None, :]).sum(axis=1)
+        share = np.divide(
+            data.allowed * data.gpus[None, :], pool[:, None],
+            out=np.zeros((num_jobs, num_types)), where=pool[:, None] > 0,
+        )
+        direction = share[:, None, :]
+        ok = (pool > 0)[:, None]
+        fair = coef[:, None] * (data.throughput * share).sum(axis=1, keepdims=True)
+    usage = data.scale_factor[:, None, None] * direction
+    return np.where(ok, fair, 0.0), ok, usage, direction
+
+
+def _quantize(values: FloatArray) -> IntArray:
+    """Bit patterns of float64 values with the lowest mantissa bits dropped (for grouping)."""
+    bits = np.ascontiguousarray(np.asarray(values, dtype=np.float64) + 0.0).view(np.int64)
+    return np.asarray(bits & ~np.int64((1 << _KEY_DROP_BITS) - 1), dtype=np.int64)
+
+
+def _group_rows(keys: IntArray) -> tuple[IntArray, IntArray]:
+    """(inverse, counts) of the distinct rows of ``keys`` (J, W): class ids 0..C-1 in order
+    of first appearance."""
+    if keys.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    # renumber by first appearance, so class ids follow instance order
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    ids = rank[inverse.reshape(-1)]
+    return ids, np.bincount(ids)
+
+
+def _classes_from_ids(
+    ids: IntArray, fair: FloatArray, ok: BoolArray, usage: FloatArray, direction: FloatArray
+) -> JobClasses:
+    """JobClasses for class ids 0..C-1 (the first member of each class represents it)."""
+    counts = np.bincount(ids).astype(float)
+    order = np.argsort(ids, kind="stable").astype(np.int64)
+    start = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    rep = order[start[:-1]]
+    return JobClasses(
+        of_job=ids.astype(np.int64),
+        count=counts,
+        order=order,
+        start=start,
+        fair=fair[rep],
+        ok=ok[rep],
+        usage=usage[rep],
+        direction=direction[rep],
+    )
+
+
+def classify_jobs(
+    data: GavelData, heterogeneity_aware: bool = True, *, aggregate: bool = True
+) -> JobClasses:
+    """Group jobs whose solo LP rows coincide (to ~1e-12 relative); ``aggregate=False``
+    makes every job its own class."""
+    fair, ok, usage, direction = job_patterns(data, heterogeneity_aware)
+    num_jobs = fair.shape[0]
+    if not aggregate:
+        return _classes_from_ids(np.arange(num_jobs, dtype=np.int64), fair, ok, usage, direction)
+    keys = np.concatenate(
+        [_quantize(fair), ok.astype(np.int64), _quantize(usage.reshape(num_jobs, -1))], axis=1
+    )
+    ids, _ = _group_rows(keys)
+    return _classes_from_ids(ids, fair, ok, usage, direction)
+
+
+# ------------------------------------------------------------------------ class pairs
+
+
+@dataclass(frozen=True)
+class ClassPairs:
+    """Co-located pairs grouped by class pair q = (first, second), first <= second.
+
+    Variable Y[q,k] is the *total* share of all concrete pairs of q on type k.  One job of
+    class ``first`` receives ``rho_first[q] * Y[q,k]`` of it (1/m_first, or 2/m for a
+    same-class pair, where each job sits in m-1 of the m(m-1)/2 pairs), one job of
+    ``second`` receives ``rho_second[q] * Y[q,k]`` (0 for a same-class pair).
+    """
+
+    first: IntArray  # (Q,)
+    second: IntArray  # (Q,)
+    fair: FloatArray  # (Q, K, 2) a_j Tc per unit share of one pair, job of first / second
+    ok: BoolArray  # (Q, K)
+    gpus: FloatArray  # (Q,) g_q = max(s_a, s_b)
+    rho_first: FloatArray  # (Q,)
+    rho_second: FloatArray  # (Q,)
+    size: IntArray  # (Q,) concrete pairs E_q
+    concrete: IntArray  # (Q,) the concrete pair index when E_q == 1, else -1
+
+    @property
+    def num_pairs(self) -> int:
+        """Q."""
+        return len(self.first)
+
+    def same_class(self) -> BoolArray:
+        """Pairs of two jobs of one class."""
+        return np.asarray(self.first == self.second)
+
+
+def _pair_arrays(data: GavelData, coef: FloatArray) -> tuple[IntArray, FloatArray, BoolArray]:
+    """(pairs (P, 2), normalized pair fairness (P, K, 2), ok (P, K))."""
+    if not data.pairs:
+        num_types = len(data.types)
+        return (np.zeros((0, 2), dtype=np.int64), np.zeros((0, num_types, 2)),
+                np.zeros((0, num_types), dtype=bool))
+    idx = np.asarray(data.pairs, dtype=np.int64)
+    fair = data.pair_throughput * coef[idx][:, None, :]
+    ok = data.pair_allowed
+    return idx, np.where(ok[:, :, None], fair, 0.0), ok
+
+
+def _pair_groups(
+    ids: IntArray, counts: IntArray, idx: IntArray, fair: FloatArray, ok: BoolArray,
+    gpus: FloatArray,
+) -> tuple[IntArray, IntArray, IntArray, FloatArray, IntArray]:
+    """Group concrete pairs by class pair.
+
+    Returns (group of each pair, first class, second class, oriented fair, bad classes): a
+    class is *bad* when one of its class pairs is listed only partly, is not uniform, or (a
+    same-class pair) is not symmetric.
+    """
+    ca, cb = ids[idx[:, 0]], ids[idx[:, 1]]
+    swap = ca > cb
+    first, second = np.where(swap, cb, ca), np.where(swap, ca, cb)
+    oriented = np.where(swap[:, None, None], fair[:, :, ::-1], fair)
+    num_classes = len(counts)
+    _, rep, group = np.unique(first * num_classes + second, return_index=True,
+                              return_inverse=True)
+    group = group.reshape(-1)
+    key = np.concatenate(
+        [_quantize(oriented.reshape(len(idx), -1)), ok.astype(np.int64),
+         _quantize(gpus)[:, None]], axis=1,
+    )
+    differs = (key != key[rep[group]]).any(axis=1)
+    same = first == second
+    asym = same & (_quantize(oriented[:, :, 0]) != _quantize(oriented[:, :, 1])).any(axis=1)
+    size = np.bincount(group)
+    m1, m2 = counts[first[rep]], counts[second[rep]]
+    expected = np.where(first[rep] == second[rep], m1 * (m1 - 1) // 2, m1 * m2)
+    incomplete = size < expected
+    bad_pair = differs | asym | incomplete[group]
+    bad = np.unique(np.concatenate([first[bad_pair], second[bad_pair]]))
+    return group, first, second, oriented, bad.astype(np.int64)
+
+
+def classify_with_pairs(
+    data: GavelData, heterogeneity_aware: bool = True, *, aggregate: bool = True
+) -> tuple[JobClasses, ClassPairs]:
+    """Job classes that are also interchangeable in their co-location rows, and class pairs.
+
+    Starting from :func:`classify_jobs`, every class taking part in a class pair that is only
+    partly listed (not every member of c can pair with every member of d), or whose pairs
+    differ in their rows, is split into single jobs; the remaining aggregated class pairs are
+    complete and uniform, so the permutation argument holds (see the module docstring).
+    """
+    fair_j, ok_j, usage_j, dir_j = job_patterns(data, heterogeneity_aware)
+    coef = fairness_coefficients(data)
+    idx, pfair, pok = _pair_arrays(data, coef)
+    keep = pok.any(axis=1)
+    concrete_index = np.flatnonzero(keep).astype(np.int64)
+    idx, pfair, pok = idx[keep], pfair[keep], pok[keep]
+    pgpus = data.pair_scale_factor[keep] if len(keep) else np.zeros(0)
+    base = classify_jobs(data, heterogeneity_aware, aggregate=aggregate)
+    ids = base.of_job
+    for _ in range(3):
+        counts = np.bincount(ids, minlength=int(ids.max(initial=-1)) + 1)
+        group, first, second, oriented, bad = _pair_groups(ids, counts, idx, pfair, pok, pgpus)
+        if len(bad) == 0:
+            break
+        split = np.isin(ids, bad)
+        num = int(ids.max(initial=-1)) + 1
+        ids, _ = _group_rows(np.where(split, num + np.arange(len(ids)), ids)[:, None])
+    else:  # pragma: no cover - splitting converges in one round (see docstring)
+        ids = np.arange(len(ids), dtype=np.int64)
+        counts = np.ones(len(ids), dtype=np.int64)
+        group, first, second, oriented, bad = _pair_groups(ids, counts, idx, pfair, pok, pgpus)
+    classes = _classes_from_ids(ids, fair_j, ok_j, usage_j, dir_j)
+    num_groups = int(group.max(initial=-1)) + 1
+    rep = np.full(num_groups, -1, dtype=np.int64)
+    rep[group[::-1]] = np.arange(len(group) - 1, -1, -1)  # first pair of each group
+    q_first, q_second = first[rep], second[rep]
+    m1, m2 = classes.count[q_first], classes.count[q_second]
+    same = q_first == q_second
+    size = np.bincount(group, minlength=num_groups).astype(np.int64)
+    pairs = ClassPairs(
+        first=q_first,
+        second=q_second,
+        fair=oriented[rep],
+        ok=pok[rep],
+        gpus=pgpus[rep],
+        rho_first=np.where(same, 2.0 / m1, 1.0 / m1),
+        rho_second=np.where(same, 0.0, 1.0 / m2),
+        size=size,
+        concrete=np.where(size == 1, concrete_index[rep], -1),
+    )
+    return classes, pairs
+
+
+# ------------------------------------------------------------ disaggregation of pairs
+
+
+def _pair_lookup(data: GavelData) -> tuple[IntArray, int]:
+    """Sorted keys a * J + b of the listed pairs (a < b) and J, for :func:`_find_pairs`."""
+    num_jobs = data.num_jobs
+    if not data.pairs:
+        return np.zeros(0, dtype=np.int64), num_jobs
+    idx = np.asarray(data.pairs, dtype=np.int64)
+    return idx[:, 0] * num_jobs + idx[:, 1], num_jobs
+
+
+def _find_pairs(lookup: tuple[IntArray, int], a: IntArray, b: IntArray) -> IntArray:
+    """Index in ``data.pairs`` of each pair {a[i], b[i]} (which must be listed)."""
+    keys, num_jobs = lookup
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    wanted = lo * num_jobs + hi
+    order = np.argsort(keys, kind="stable")
+    pos = np.searchsorted(keys[order], wanted)
+    found = order[np.minimum(pos, len(order) - 1)]
+    if len(wanted) and not np.array_equal(keys[found], wanted):
+        raise RuntimeError("disaggregation chose a pair the instance does not list")
+    return np.asarray(found, dtype=np.int64)
+
+
+def northwest_corner(rows: int, cols: int) -> tuple[IntArray, IntArray, IntArray]:
+    """Transport a total of rows * cols units from ``rows`` sources holding ``cols`` units
+    each to ``cols`` sinks needing ``rows`` units each (the north-west-corner rule).
+
+    Returns (source, sink, amount) of the rows + cols - gcd(rows, cols) nonzero cells: each
+    cell covers one piece of [0, rows * cols) cut at the multiples of ``cols`` (sources) and
+    of ``rows`` (sinks).  Each amount is at most min(rows, cols).
+    """
+    cuts = np.union1d(np.arange(0, rows * cols + 1, cols), np.arange(0, rows * cols + 1, rows))
+    left, right = cuts[:-1], cuts[1:]
+    return (
+        (left // cols).astype(np.int64),
+        (left // rows).astype(np.int64),
+        (right - left).astype(np.int64),
+    )
+
+
+def disaggregate_pairs(
+    data: GavelData, classes: JobClasses, pairs: ClassPairs, y_class: FloatArray
+) -> FloatArray:
+    """Y (P, K) over the instance's pairs from class-pair totals ``y_class`` (Q, K).
+
+    Exact: every job of class c receives rho_qc * Y[q,k] from class pair q on type k, as in
+    the class LP, through O(m_c + m_d) concrete pairs:
+
+    * c != d: the north-west-corner transport of the m_c x m_d complete bipartite listing;
+      pair (i, j) gets amount x Y / (m_c m_d) <= Y / max(m_c, m_d) <= 1;
+    * c == d, m = 2: the one pair gets Y;
+    * c == d, m >= 3: the Hamilton cycle 0-1-...-(m-1)-0 of the class's members, each edge
+      Y / m (each job lies on two edges: 2 Y / m, as in the class LP; Y / m <= 1/2).
+    """
+    y = np.zeros((len(data.pairs), len(data.types)))
+    used = np.flatnonzero((y_class > 0).any(axis=1))
+    lookup = _pair_lookup(data)
+    for q in used:
+        amount = y_class[q]
+        if pairs.concrete[q] >= 0:
+            y[pairs.concrete[q]] += amount
+            continue
+        c, d = int(pairs.first[q]), int(pairs.second[q])
+        mc, md = classes.members(c), classes.members(d)
+        if c != d:
+            src, dst, units = northwest_corner(len(mc), len(md))
+            p = _find_pairs(lookup, mc[src], md[dst])
+            y[p] += units[:, None] * amount[None, :] / (len(mc) * len(md))
+        else:
+            m = len(mc)
+            nxt = np.roll(mc, -1)
+            edges = 1 if m == 2 else m
+            p = _find_pairs(lookup, mc[:edges], nxt[:edges])
+            y[p] += amount[None, :] / edges
+    return y
+
+
+# -------------------------------------------------------------------- Pyomo helpers
+
+
+def _add_rows(
+    model: pyo.ConcreteModel,
+    name: str,
+    matrix: sp.csr_matrix,
+    variables: list[Any],
+    lower: FloatArray | None,
+    upper: FloatArray | None,
+) -> None:
+    """Add ``lower <= matrix @ variables <= upper`` as the indexed constraint ``name``.
+
+    Rows are built from the CSR arrays as LinearExpressions (no Python expression algebra);
+    an empty row is skipped.
+    """
+    indptr, indices, values = matrix.indptr, matrix.indices, matrix.data
+
+    def rule(_: pyo.ConcreteModel, i: int) -> Any:
+        lo, hi = indptr[i], indptr[i + 1]
+        if lo == hi:
+            return pyo.Constraint.Skip
+        expr = LinearExpression(
+            linear_coefs=[float(v) for v in values[lo:hi]],
+            linear_vars=[variables[int(j)] for j in indices[lo:hi]],
+        )
+        return (
+            None if lower is None else float(lower[i]),
+            expr,
+            None if upper is None else float(upper[i]),
+        )
+
+    model.add_component(name, pyo.Constraint(range(matrix.shape[0]), rule=rule))
+
+
+def _values(var: Any, size: int) -> FloatArray:
+    """Values of an indexed variable 0..size-1 (0 where it has none)."""
+    out = np.zeros(size)
+    for i, value in var.extract_values().items():
+        out[i] = value or 0.0
+    return out
+
+
+@dataclass
+class _Outcome:
+    """What a fast solve produced, at class level."""
+
+    status: Status
+    z: FloatArray  # (C, R) per-job pattern shares
+    y: FloatArray  # (Q, K) class-pair totals
+    value: float | None  # the LP value found (lower bound)
+    bound: float | None  # proven upper bound
+    iterations: int = 0
+    columns: int = 0
+    message: str = ""
+
+
+# ---------------------------------------------------------------- the class LP (primal)
+
+
+def _solo_columns(classes: JobClasses) -> tuple[IntArray, IntArray]:
+    """(class, pattern) of every allowed solo column."""
+    c, r = np.nonzero(classes.ok)
+    return c.astype(np.int64), r.astype(np.int64)
+
+
+def class_lp(
+    classes: JobClasses,
+    gpus: FloatArray,
+    pairs: ClassPairs | None = None,
+    pair_columns: tuple[IntArray, IntArray] | None = None,
+) -> tuple[pyo.ConcreteModel, tuple[IntArray, IntArray], tuple[IntArray, IntArray]]:
+    """The LP over classes (and the given class-pair columns (q, k)), built from arrays.
+
+    ``z[i]`` per-job share of solo column i, ``y[i]`` class-pair total of pair column i:
+
+    * ``fairness[c]``: sum_r A[c,r] z[c,r] + sum_{(q,k), c in q} rho_qc B[q,k,c] Y[q,k] - t >= 0
+    * ``job_share[c]``: sum_r z[c,r] + sum_{(q,k), c in q} rho_qc Y[q,k] <= 1
+    * ``capacity[k]``: sum_{c,r} m_c U[c,r,k] z[c,r] + sum_q g_q Y[q,k] <= n_k
+    """
+    num_classes, num_types = classes.num_classes, len(gpus)
+    sc, sr = _solo_columns(classes)
+    if pairs is None or pair_columns is None:
+        pq, pk = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    else:
+        pq, pk = pair_columns
+    ns, npair = len(sc), len(pq)
+    m = pyo.ConcreteModel(name="gavel.max_min_fairness.class_lp")
+    m.z = pyo.Var(range(ns), bounds=(0.0, 1.0))
+    m.y = pyo.Var(range(npair), bounds=(0.0, None))
+    m.t = pyo.Var(bounds=(0.0, None))
+    variables = [m.z[i] for i in range(ns)] + [m.y[i] for i in range(npair)] + [m.t]
+    col_s = np.arange(ns)
+    col_p = ns + np.arange(npair)
+    rows_f, cols_f, vals_f = [sc], [col_s], [classes.fair[sc, sr]]
+    rows_s, cols_s, vals_s = [sc], [col_s], [np.ones(ns)]
+    use = classes.count[sc, None] * classes.usage[sc, sr, :]  # (ns, K)
+    rows_c, cols_c, vals_c = [np.nonzero(use)[1]], [col_s[np.nonzero(use)[0]]], [use[use != 0]]
+    if pairs is not None and npair:
+        for side, cls, rho in ((0, pairs.first, pairs.rho_first),
+                               (1, pairs.second, pairs.rho_second)):
+            live = rho[pq] > 0
+            rows_f.append(cls[pq][live])
+            cols_f.append(col_p[live])
+            vals_f.append((rho[pq] * pairs.fair[pq, pk, side])[live])
+            rows_s.append(cls[pq][live])
+            cols_s.append(col_p[live])
+            vals_s.append(rho[pq][live])
+        rows_c.append(pk)
+        cols_c.append(col_p)
+        vals_c.append(pairs.gpus[pq])
+    rows_f.append(np.arange(num_classes))
+    cols_f.append(np.full(num_classes, ns + npair))
+    vals_f.append(-np.ones(num_classes))
+    width = ns + npair + 1
+
+    def csr(rows: list[Any], cols: list[Any], vals: list[Any], height: int) -> sp.csr_matrix:
+        return sp.csr_matrix(
+            (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+            shape=(height, width),
+        )
+
+    _add_rows(m, "fairness", csr(rows_f, cols_f, vals_f, num_classes), variables,
+              np.zeros(num_classes), None)
+    _add_rows(m, "job_share", csr(rows_s, cols_s, vals_s, num_classes), variables,
+              None, np.ones(num_classes))
+    _add_rows(m, "capacity", csr(rows_c, cols_c, vals_c, num_types), variables, None, gpus)
+    m.objective = pyo.Objective(expr=m.t, sense=pyo.maximize)
+    return m, (sc, sr), (pq, pk)
+
+
+def solve_class_lp(
+    classes: JobClasses,
+    gpus: FloatArray,
+    options: SolverOptions,
+    pairs: ClassPairs | None = None,
+    pair_columns: tuple[IntArray, IntArray] | None = None,
+) -> _Outcome:
+    """Build and solve :func:`class_lp` once (dual simplex unless the caller chose)."""
+    m, (sc, sr), (pq, pk) = class_lp(classes, gpus, pairs, pair_columns)
+    result = PersistentSolver(options.with_method("simplex")).solve(m)
+    z = np.zeros(classes.fair.shape)
+    num_pairs = pairs.num_pairs if pairs is not None else 0
+    y = np.zeros((num_pairs, len(gpus)))
+    if result.status.has_solution:
+        z[sc, sr] = _values(m.z, len(sc))
+        if len(pq):
+            np.add.at(y, (pq, pk), _values(m.y, len(pq)))
+    return _Outcome(
+        status=result.status, z=z, y=y, value=result.objective, bound=result.bound,
+        columns=len(sc) + len(pq), message=result.message,
+    )
+
+
+# ------------------------------------------------ Dantzig-Wolfe over the capacity rows
+
+
+@dataclass(frozen=True)
+class CostHull:
+    """Per class, the cheapest cost of reaching normalized throughput t as a convex
+    piecewise-linear function phi_c(t) on [0, max_r A[c,r]]: segment i ends at ``ends[c,i]``
+    (at the vertex 'pattern ``vertex[c,i]`` for the whole time'), slope ``slopes[c,i]``."""
+
+    ends: FloatArray  # (C, R), +inf after the last segment
+    slopes: FloatArray  # (C, R)
+    vertex: IntArray  # (C, R), -1 after the last segment
+    segments: IntArray  # (C,)
+
+
+def cost_hull(fair: FloatArray, cost: FloatArray, ok: BoolArray) -> CostHull:
+    """Lower convex hull of {(0, 0)} and {(A[c,r], cost[c,r]) : ok} (gift wrapping, at most R
+    steps, vectorized over classes).
+
+    From the current vertex (a, q) the next is the point with a' > a of least slope
+    (cost' - q) / (a' - a); slopes are non-decreasing (mediant property), so phi_c is convex,
+    and a point dominated by a cheaper faster one is never a vertex.
+    """
+    num_classes, num_patterns = fair.shape
+    ends = np.full((num_classes, num_patterns), np.inf)
+    slopes = np.zeros((num_classes, num_patterns))
+    vertex = np.full((num_classes, num_patterns), -1, dtype=np.int64)
+    segments = np.zeros(num_classes, dtype=np.int64)
+    cur_a = np.zeros(num_classes)
+    cur_q = np.zeros(num_classes)
+    rows = np.arange(num_classes)
+    for i in range(num_patterns):
+        cand = ok & (fair > cur_a[:, None])
+        run = np.where(cand, fair - cur_a[:, None], 1.0)
+        slope = np.where(cand, (cost - cur_q[:, None]) / run, np.inf)
+        best = np.argmin(slope, axis=1)
+        has = np.isfinite(slope[rows, best])
+        if not has.any():
+            break
+        live, b = rows[has], best[has]
+        ends[live, i] = fair[live, b]
+        slopes[live, i] = slope[live, b]
+        vertex[live, i] = b
+        cur_a[live] = fair[live, b]
+        cur_q[live] = cost[live, b]
+        segments[live] += 1
+    return CostHull(ends=ends, slopes=slopes, vertex=vertex, segments=segments)
+
+
+def best_level(hull: CostHull, count: FloatArray) -> float:
+    """argmax_t of t - sum_c m_c phi_c(t): the first breakpoint after which the total slope
+    sum_c m_c phi_c'(t) reaches 1, or the largest feasible t = min_c max_r A[c,r]."""
+    last = hull.ends[np.arange(len(count)), hull.segments - 1]
+    top = float(last.min()) if len(last) else 0.0
+    slope0 = float((count * hull.slopes[:, 0]).sum())
+    if slope0 >= 1.0:
+        return 0.0
+    steps = hull.slopes[:, 1:] - hull.slopes[:, :-1]
+    at = hull.ends[:, :-1]
+    inner = np.isfinite(hull.ends[:, 1:]) & (at < top)
+    pos = at[inner]
+    inc = (count[:, None] * steps)[inner]
+    order = np.argsort(pos, kind="stable")
+    total = slope0 + np.cumsum(inc[order])
+    hit = np.flatnonzero(total >= 1.0)
+    return float(pos[order][hit[0]]) if len(hit) else top
+
+
+def shares_at_level(hull: CostHull, level: float, num_patterns: int) -> FloatArray:
+    """Per-job pattern shares z (C, R) reaching normalized throughput ``level`` at least cost:
+    a convex combination of the two hull vertices around ``level``."""
+    num_classes = len(hull.segments)
+    z = np.zeros((num_classes, num_patterns))
+    if level <= 0.0 or num_classes == 0:
+        return z
+    rows = np.arange(num_classes)
+    seg = np.argmax(hull.ends >= level, axis=1)
+    right = hull.ends[rows, seg]
+    left = np.where(seg > 0, hull.ends[rows, np.maximum(seg - 1, 0)], 0.0)
+    theta = np.clip((level - left) / (right - left), 0.0, 1.0)
+    z[rows, hull.vertex[rows, seg]] += theta
+    prev = seg > 0
+    z[rows[prev], hull.vertex[rows[prev], seg[prev] - 1]] += 1.0 - theta[prev]
+    return z
+
+
+@dataclass(frozen=True)
+class _Column:
+    """A point of S: level t, GPU use u (K,), and how to rebuild its shares."""
+
+    level: float
+    use: FloatArray
+    prices: FloatArray | None  # None: the zero column
+
+
+def price_capacity(
+    classes: JobClasses, prices: FloatArray
+) -> tuple[float, FloatArray, FloatArray]:
+    """Exact pricing at capacity prices pi: (t*, z*, u*) maximizing t - pi . u(z) over S."""
+    cost = np.einsum("crk,k->cr", classes.usage, prices)
+    hull = cost_hull(classes.fair, cost, classes.ok)
+    level = best_level(hull, classes.count)
+    z = shares_at_level(hull, level, classes.fair.shape[1])
+    use = np.einsum("c,cr,crk->k", classes.count, z, classes.usage)
+    return level, z, use
+
+
+def _column_shares(classes: JobClasses, column: _Column) -> FloatArray:
+    if column.prices is None:
+        return np.zeros(classes.fair.shape)
+    return price_capacity(classes, column.prices)[1]
+
+
+def solve_capacity_master(
+    classes: JobClasses,
+    gpus: FloatArray,
+    options: SolverOptions,
+    deadline: float | None = None,
+) -> _Outcome:
+    """Dantzig-Wolfe / Kelley over the K capacity rows (no co-located pairs).
+
+    Dual master (persistent, K + 1 variables):  min sigma + n . pi  s.t.
+    sigma + u_i . pi >= t_i for every column i, pi >= 0.  Each iteration prices at its pi,
+    giving the upper bound L(pi) = t* - pi . u* + n . pi; the master value is the lower bound.
+    At the end the primal master  max sum_i lambda_i t_i  s.t.  sum_i lambda_i u_i <= n,
+    sum_i lambda_i = 1  is solved once for the weights, and z = sum_i lambda_i z_i.
+    """
+    opts = options.with_method("simplex")
+    num_types = len(gpus)
+    active = np.flatnonzero(gpus > 0)
+    master = pyo.ConcreteModel(name="gavel.max_min_fairness.capacity_master")
+    master.pi = pyo.Var(range(num_types), bounds=(0.0, None))
+    for k in range(num_types):
+        if k not in active:
+            master.pi[k].fix(0.0)
+    master.sigma = pyo.Var()
+    master.objective = pyo.Objective(
+        expr=master.sigma + sum(float(gpus[k]) * master.pi[k] for k in active)
+    )
+    master.cuts = pyo.ConstraintList()
+    columns: list[_Column] = []
+
+    def add(column: _Column) -> None:
+        columns.append(column)
+        expr = LinearExpression(
+            linear_coefs=[1.0, *(float(column.use[k]) for k in active)],
+            linear_vars=[master.sigma, *(master.pi[k] for k in active)],
+        )
+        master.cuts.add(expr >= column.level)
+
+    add(_Column(0.0, np.zeros(num_types), None))
+    solver = PersistentSolver(opts)
+    upper = np.inf
+    lower = 0.0
+    status = Status.OPTIMAL
+    iterations = 0
+    while True:
+        result = solver.solve(master)
+        if not result.status.has_solution or result.objective is None:
+            return _Outcome(Status.ERROR, np.zeros(classes.fair.shape), np.zeros((0, num_types)),
+                            None, None, iterations, len(columns), result.message)
+        lower = result.objective
+        prices = np.maximum(_values(master.pi, num_types), 0.0)
+        level, _, use = price_capacity(classes, prices)
+        upper = min(upper, level - float(prices @ use) + float(prices @ gpus))
+        iterations += 1
+        if upper - lower <= GAP_TOLERANCE * max(abs(upper), 1e-12):
+            break
+        if iterations >= MAX_ITERATIONS or (deadline is not None and time.perf_counter() > deadline):
+            status = Status.TIME_LIMIT
+            break
+        add(_Column(level, use, prices))
+    weights, value = _primal_master(columns, gpus, opts)
+    z = np.zeros(classes.fair.shape)
+    for column, weight in zip(columns, weights, strict=True):
+        if weight > 0:
+            z += weight * _column_shares(classes, column)
+    return _Outcome(status, z, np.zeros((0, num_types)), value, upper, iterations, len(columns))
+
+
+def _primal_master(
+    columns: list[_Column], gpus: FloatArray, options: SolverOptions
+) -> tuple[FloatArray, float]:
+    """Weights lambda of  max sum lambda_i t_i  s.t.  sum lambda_i u_i <= n, sum lambda = 1."""
+    m = pyo.ConcreteModel(name="gavel.max_min_fairness.capacity_primal")
+    m.lam = pyo.Var(range(len(columns)), bounds=(0.0, None))
+    m.capacity = pyo.Constraint(
+        range(len(gpus)),
+        rule=lambda model, k: sum(float(c.use[k]) * model.lam[i] for i, c in enumerate(columns)
+                                  if c.use[k] != 0) <= float(gpus[k])
+        if any(c.use[k] != 0 for c in columns) else pyo.Constraint.Skip,
+    )
+    m.convexity = pyo.Constraint(expr=sum(m.lam[i] for i in range(len(columns))) == 1.0)
+    m.objective = pyo.Objective(
+        expr=sum(c.level * m.lam[i] for i, c in enumerate(columns)), sense=pyo.maximize
+    )
+    result = PersistentSolver(options).solve(m)
+    weights = np.clip(_values(m.lam, len(columns)), 0.0, None)
+    total = weights.sum()
+    if total > 0:
+        weights /= total
+    return weights, float(result.objective or 0.0)
+
+
+# -------------------------------------------------- column generation over pair columns
+
+
+def pair_reduced_costs(
+    pairs: ClassPairs, fairness_dual: FloatArray, share_dual: FloatArray, prices: FloatArray
+) -> FloatArray:
+    """rc[q,k] = sum_{c in q} rho_qc (lambda_c B[q,k,c] - mu_c) - g_q pi_k (-inf where not
+    allowed)."""
+    f, s = pairs.first, pairs.second
+    rc = pairs.rho_first[:, None] * (fairness_dual[f, None] * pairs.fair[:, :, 0]
+                                     - share_dual[f, None])
+    rc += pairs.rho_second[:, None] * (fairness_dual[s, None] * pairs.fair[:, :, 1]
+                                       - share_dual[s, None])
+    rc -= pairs.gpus[:, None] * prices[None, :]
+    return np.where(pairs.ok, rc, -np.inf)
+
+
+def solve_pair_master(
+    classes: JobClasses,
+    pairs: ClassPairs,
+    gpus: FloatArray,
+    options: SolverOptions,
+    deadline: float | None = None,
+) -> _Outcome:
+    """Column generation over the pair columns, the master in dual form.
+
+    Dual master (persistent):  min sum_c mu_c + n . pi  s.t.  sum_c lambda_c >= 1,
+    mu_c + m_c U[c,r] . pi - A[c,r] lambda_c >= 0 for every solo column, and
+    sum_{c in q} rho_qc (mu_c - B[q,k,c] lambda_c) + g_q pi_k >= 0 for the generated pair
+    columns; lambda, mu, pi >= 0.  Its optimum is the restricted primal's; when no pair
+    column has a positive reduced cost it is dual feasible for the whole LP, hence optimal.
+    """
+    opts = options.with_method("simplex")
+    num_classes, num_types = classes.num_classes, len(gpus)
+    d = pyo.ConcreteModel(name="gavel.max_min_fairness.pair_master")
+    d.lam = pyo.Var(range(num_classes), bounds=(0.0, None))
+    d.mu = pyo.Var(range(num_classes), bounds=(0.0, None))
+    d.pi = pyo.Var(range(num_types), bounds=(0.0, None))
+    d.total = pyo.Constraint(expr=sum(d.lam[c] for c in range(num_classes)) >= 1.0)
+    sc, sr = _solo_columns(classes)
+    use = classes.count[sc, None] * classes.usage[sc, sr, :]
+    lam = [d.lam[c] for c in range(num_classes)]
+    mu = [d.mu[c] for c in range(num_classes)]
+    pi = [d.pi[k] for k in range(num_types)]
+
+    def solo_rule(_: pyo.ConcreteModel, i: int) -> Any:
+        c = int(sc[i])
+        ks = np.flatnonzero(use[i])
+        expr = LinearExpression(
+            linear_coefs=[1.0, *(float(use[i, k]) for k in ks), -float(classes.fair[c, sr[i]])],
+            linear_vars=[mu[c], *(pi[k] for k in ks), lam[c]],
+        )
+        return expr >= 0.0
+
+    d.solo = pyo.Constraint(range(len(sc)), rule=solo_rule)
+    d.objective = pyo.Objective(
+        expr=sum(mu) + sum(float(gpus[k]) * pi[k] for k in range(num_types))
+    )
+    d.cuts = pyo.ConstraintList()
+    added = np.zeros(pairs.ok.shape, dtype=bool)
+    chosen_q: list[int] = []
+    chosen_k: list[int] = []
+
+    def add(q: int, k: int) -> None:
+        f, s = int(pairs.first[q]), int(pairs.second[q])
+        rf, rs = float(pairs.rho_first[q]), float(pairs.rho_second[q])
+        coefs = [rf, -rf * float(pairs.fair[q, k, 0])]
+        variables = [mu[f], lam[f]]
+        if rs > 0:
+            coefs += [rs, -rs * float(pairs.fair[q, k, 1])]
+            variables += [mu[s], lam[s]]
+        coefs.append(float(pairs.gpus[q]))
+        variables.append(pi[k])
+        d.cuts.add(LinearExpression(linear_coefs=coefs, linear_vars=variables) >= 0.0)
+        added[q, k] = True
+        chosen_q.append(q)
+        chosen_k.append(k)
+
+    batch = max(100, 2 * num_classes)
+    solver = PersistentSolver(opts)
+    status = Status.OPTIMAL
+    iterations = 0
+    bound: float | None = None
+    while True:
+        result = solver.solve(d)
+        iterations += 1
+        if not result.status.has_solution or result.objective is None:
+            return _Outcome(Status.ERROR, np.zeros(classes.fair.shape),
+                            np.zeros((pairs.num_pairs, num_types)), None, None, iterations,
+                            len(chosen_q), result.message)
+        value = result.objective
+        lam_v = _values(d.lam, num_classes)
+        mu_v = _values(d.mu, num_classes)
+        pi_v = _values(d.pi, num_types)
+        rc = pair_reduced_costs(pairs, lam_v, mu_v, pi_v)
+        rc[added] = -np.inf
+        tol = GAP_TOLERANCE * max(abs(value), 1e-12)
+        positive = np.flatnonzero(rc.reshape(-1) > tol)
+        if len(positive) == 0:
+            bound = value
+            break
+        bound = value + _repair_bound(pairs, rc, num_classes)
+        if iterations >= MAX_ITERATIONS or (deadline is not None and time.perf_counter() > deadline):
+            status = Status.TIME_LIMIT
+            break
+        top = positive[np.argsort(-rc.reshape(-1)[positive], kind="stable")[:batch]]
+        for flat in top:
+            add(int(flat) // num_types, int(flat) % num_types)
+    cols = (np.asarray(chosen_q, dtype=np.int64), np.asarray(chosen_k, dtype=np.int64))
+    outcome = solve_class_lp(classes, gpus, opts, pairs, cols)
+    outcome.iterations = iterations
+    outcome.bound = bound if status == Status.OPTIMAL else max(bound or 0.0, outcome.value or 0.0)
+    if status != Status.OPTIMAL and outcome.status.has_solution:
+        outcome.status = status
+    return outcome
+
+
+def _repair_bound(pairs: ClassPairs, rc: FloatArray, num_classes: int) -> float:
+    """sum_c delta_c with delta_c = max over violated columns touching c of
+    rc / (rho_first + rho_second): raising mu by delta makes the master's duals feasible
+    for every column, so master value + this is a valid upper bound."""
+    best = np.max(rc, axis=1)
+    bad = best > 0
+    raise_by = best[bad] / (pairs.rho_first[bad] + pairs.rho_second[bad])
+    delta = np.zeros(num_classes)
+    np.maximum.at(delta, pairs.first[bad], raise_by)
+    np.maximum.at(delta, pairs.second[bad], raise_by)
+    return float(delta.sum())
+
+
+# ---------------------------------------------------------------------- entry point
+
+
+def solve_max_min_fast(
+    formulation: MaxMinFairness, instance: Instance, options: SolverOptions
+) -> Solution:
+    """Solve max-min fairness exactly by the fastest applicable path.
+
+    * no co-located pairs, at most :data:`CLASS_LP_MAX_CLASSES` classes: the class LP
+      (``fast_path = "aggregated_lp"``);
+    * no pairs, more classes: Dantzig-Wolfe over the capacity rows (``"capacity_master"``);
+    * pairs, at most :data:`FULL_PAIR_COLUMNS_MAX` pair columns: the class LP with every
+      class-pair column (``"aggregated_lp"``);
+    * pairs, more: column generation over pair columns (``"pair_column_generation"``).
+
+    ``metrics`` records the path, classes, columns, iterations; ``bound`` is a proven upper
+    bound (Lagrangian / dual value) and ``gap`` = (bound - objective) / objective.
+    """
+    start = time.perf_counter()
+    if formulation.needs_every_job:
+        stuck = unrunnable_jobs(formulation.true_data(instance))
+        if stuck:
+            return formulation.infeasible_solution(instance, _unrunnable_reason(instance, stuck))
+    data, true = formulation.policy_data(instance)
+    if data.num_jobs == 0:
+        return GavelPolicy.solve(formulation, instance, options)
+    deadline = start + options.time_limit_s if options.time_limit_s is not None else None
+    aware = formulation.heterogeneity_aware
+    with_pairs = formulation.space_sharing and bool(data.pairs) and bool(data.pair_allowed.any())
+    metrics: dict[str, Any] = {}
+    if with_pairs:
+        classes, pairs = classify_with_pairs(data, aware)
+        pair_cols = int(pairs.ok.sum())
+        metrics["pair_classes"] = pairs.num_pairs
+        metrics["pair_columns_candidate"] = pair_cols
+    else:
+        classes, pairs = classify_jobs(data, aware), None
+    metrics["jobs"] = data.num_jobs
+    metrics["classes"] = classes.num_classes
+    built = time.perf_counter()
+    if pairs is None:
+        if classes.num_classes <= CLASS_LP_MAX_CLASSES:
+            path = "aggregated_lp"
+            outcome = solve_class_lp(classes, data.gpus, options)
+        else:
+            path = "capacity_master"
+            outcome = solve_capacity_master(classes, data.gpus, options, deadline)
+    elif int(pairs.ok.sum()) <= FULL_PAIR_COLUMNS_MAX:
+        path = "aggregated_lp"
+        q, k = np.nonzero(pairs.ok)
+        outcome = solve_class_lp(classes, data.gpus, options, pairs,
+                                 (q.astype(np.int64), k.astype(np.int64)))
+    else:
+        path = "pair_column_generation"
+        outcome = solve_pair_master(classes, pairs, data.gpus, options, deadline)
+    solved = time.perf_counter()
+    metrics.update(fast_path=path, iterations=outcome.iterations, columns=outcome.columns)
+    log.info("max-min fairness fast path %s: %d jobs in %d classes, %d columns, %d iterations",
+             path, data.num_jobs, classes.num_classes, outcome.columns, outcome.iterations)
+    solution = formulation.new_solution(instance, outcome.status)
+    solution.solver = options.solver
+    if not outcome.status.has_solution:
+        solution.diagnostics = [f"solver: {outcome.message}"]
+        solution.metrics.update(metrics)
+        solution.timings = Timings(build_s=built - start, solve_s=solved - built)
+        return solution
+    x = classes.broadcast(outcome.z)
+    if pairs is not None:
+        y = disaggregate_pairs(data, classes, pairs, outcome.y)
+    else:
+        y = np.zeros(data.pair_allowed.shape)
+    formulation.finish(solution, instance, data, true, x, y)
+    solution.metrics.update(metrics)
+    objective = solution.objective if solution.objective is not None else 0.0
+    if outcome.status == Status.OPTIMAL:
+        # The LP value is proven optimal; the bound is the solver's (or the master's) dual value.
+        bound = outcome.bound if outcome.bound is not None else outcome.value
+        solution.bound = max(bound, objective) if bound is not None else objective
+    else:
+        solution.bound = outcome.bound
+    if solution.bound is not None and objective > 0:
+        solution.gap = max(solution.bound - objective, 0.0) / objective
+    elif solution.bound is not None:
+        solution.gap = 0.0 if solution.bound <= 0 else None
+    done = time.perf_counter()
+    solution.timings = Timings(build_s=built - start, solve_s=solved - built,
+                               extract_s=done - solved)
+    return solution

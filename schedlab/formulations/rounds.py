@@ -1,0 +1,422 @@
+r"""Gavel's round-based mechanism: turn time shares X into per-round placements.
+
+A policy's allocation says which share of wall-clock time each job (or co-located pair) should
+run on each accelerator type.  The mechanism realises it in rounds of equal length: in each
+round every scheduling unit u (a single job, or a pair {a, b} under space sharing) either runs
+as a whole gang on one accelerator type or waits.
+
+Notation: units u with gang size g_u (s_j for a job, max(s_a, s_b) for a pair), target share
+X[u,k] (``allocation`` for jobs, ``PairShare.fraction`` for pairs), t rounds already done, and
+c[u,k] rounds u has received on k so far, so its received fraction is f[u,k] = c[u,k] / t.
+
+Each round:
+
+1. Priority of every (u, k) with X[u,k] > 0 (Gavel's rule)::
+
+       priority[u,k] = X[u,k] / f[u,k] = X[u,k] t / c[u,k]      (+inf when c[u,k] = 0)
+
+   Units with X[u,k] = 0 have priority 0 and are never placed on k.  Ties are broken by the
+   larger deficit d[u,k] = X[u,k] t - c[u,k], then the larger X[u,k], then job order in the
+   instance (a job's solo unit before its pairs), then accelerator order.
+2. Greedy, in priority order: place u on k when k still has g_u free GPUs, no job of u is placed
+   yet this round, and u can run on k (T[j,k] > 0, or a co-location throughput for a pair).
+   By default only units *behind* their target are eligible,
+
+       c[u,k] < X[u,k] (t + 1),
+
+   so that every received fraction stays below X[u,k] + 1/(t+1) and, when the gangs pack,
+   converges to X[u,k].  With ``work_conserving=True`` a second pass offers the GPUs still free
+   to every unit with X[u,k] > 0 in the same order, as Gavel does; units then receive more than
+   their share when the allocation leaves GPUs idle.
+3. GPU ids (0..n_k-1 within a type; with ``gpus_per_node`` g, node i holds ids i g..i g+g-1).
+   Sticky placement first: a unit that ran on k last round keeps the same ids when they are all
+   free.  The other units, largest gang first, take ids in one node when some node has enough
+   free (the node with the fewest free ids that fits: best fit), the lowest contiguous run
+   there if any, else the lowest free ids; a gang that fits in no node takes the nodes with
+   most free GPUs first.
+4. A pair's two placements name each other as ``partner``; the larger job holds all g_u ids and
+   the smaller one the first s_j of them (both run on the same GPUs).
+
+Guarantee (checked by the tests): placements never exceed n_k, place each job at most once per
+round and keep whole gangs.  When the allocation is feasible and every gang fits (e.g. all
+scale factors 1), f[u,k] -> X[u,k] as rounds accumulate; with larger gangs fragmentation can
+leave GPUs idle and f may fall short of X.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from schedlab.errors import InputError
+from schedlab.instance import Instance
+from schedlab.solution import PairShare, Placement, Solution
+
+log = logging.getLogger(__name__)
+
+#: A scheduling unit: one job id, or a co-located pair of job ids in instance order.
+Unit = tuple[str, ...]
+
+#: Slack on the eligibility test c < X (t + 1), so rounding never drops a due round.
+_ELIGIBLE_EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """One (unit, accelerator) option of a round with its sort key."""
+
+    unit: Unit
+    accelerator: str
+    key: tuple[float, float, float, int, int]
+    eligible: bool
+
+
+class RoundMechanism:
+    """Stateful round-by-round mechanism (one call of :meth:`next_round` per round).
+
+    ``allocation`` is X[j,k] = {job: {accelerator: share}}; ``colocated`` the pair shares of
+    space sharing.  The simulator may step it round by round; :func:`schedule_rounds` runs it
+    for a fixed number of rounds.
+    """
+
+    def __init__(
+        self,
+        instance: Instance,
+        allocation: Mapping[str, Mapping[str, float]],
+        colocated: Sequence[PairShare] = (),
+        *,
+        work_conserving: bool = False,
+    ) -> None:
+        self.instance = instance
+        self.work_conserving = work_conserving
+        self._jobs = {job.id: job for job in instance.jobs}
+        self._job_order = instance.job_index()
+        self._acc_order = {acc: i for i, acc in enumerate(instance.types)}
+        self.targets: dict[Unit, dict[str, float]] = _unit_targets(instance, allocation, colocated)
+        self.gang: dict[Unit, int] = {
+            u: max(self._jobs[j].scale_factor for j in u) for u in self.targets
+        }
+        self._unit_rank = {u: r for r, u in enumerate(sorted(self.targets, key=self._unit_key))}
+        self.received: dict[Unit, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        self.rounds_done = 0
+        self._last: dict[str, Placement] = {}
+        self._options = self._placeable_options()
+
+    # ----------------------------------------------------------------- setup
+    def _unit_key(self, unit: Unit) -> tuple[int, ...]:
+        """Instance order of a unit: (i,) for job i, (i, i') for a pair; (0,) < (0, 1) < (1,)."""
+        return tuple(self._job_order[j] for j in unit)
+
+    def _can_run(self, unit: Unit, acc: str) -> bool:
+        """T[j,k] > 0 for a job; both co-location throughputs on k > 0 for a pair."""
+        if len(unit) == 1:
+            return self._jobs[unit[0]].throughput.get(acc, 0.0) > 0.0
+        a, b = unit
+        tput_a = (self._jobs[a].colocated_throughput or {}).get(b, {}).get(acc, 0.0)
+        tput_b = (self._jobs[b].colocated_throughput or {}).get(a, {}).get(acc, 0.0)
+        return tput_a > 0.0 and tput_b > 0.0
+
+    def _placeable_options(self) -> list[tuple[Unit, str, float]]:
+        """(unit, accelerator, X) with X > 0 that can ever be placed; warn about the rest."""
+        pools = self.instance.cluster.accelerators
+        options: list[tuple[Unit, str, float]] = []
+        for unit, shares in self.targets.items():
+            for acc, share in shares.items():
+                if share <= 0.0:
+                    continue
+                if self.gang[unit] > pools[acc].count:
+                    log.warning("%s: gang of %d GPUs exceeds the %d %s GPUs; share %.3g "
+                                "is never placed", "+".join(unit), self.gang[unit],
+                                pools[acc].count, acc, share)
+                elif not self._can_run(unit, acc):
+                    log.warning("%s: no positive throughput on %s; share %.3g is never placed",
+                                "+".join(unit), acc, share)
+                else:
+                    options.append((unit, acc, share))
+        return options
+
+    # ----------------------------------------------------------------- rounds
+    def next_round(self) -> list[Placement]:
+        """Decide one round: choose units by priority, then assign GPU ids; update history."""
+        chosen = self._choose_units(self._candidates())
+        placements: list[Placement] = []
+        for acc in self.instance.types:
+            on_acc = [u for u, k in chosen if k == acc]
+            placements += self._place_on(acc, on_acc)
+        placements.sort(key=lambda p: self._job_order[p.job])
+        for unit, acc in chosen:
+            self.received[unit][acc] += 1
+        self._last = {p.job: p for p in placements}
+        self.rounds_done += 1
+        return placements
+
+    def _candidates(self) -> list[_Candidate]:
+        """All placeable (unit, k), sorted by priority, deficit, share, job and type order."""
+        t = self.rounds_done
+        out: list[_Candidate] = []
+        for unit, acc, share in self._options:
+            got = self.received[unit][acc]
+            priority = math.inf if got == 0 else share * t / got
+            deficit = share * t - got
+            key = (-priority, -deficit, -share, self._unit_rank[unit], self._acc_order[acc])
+            eligible = got < share * (t + 1) - _ELIGIBLE_EPS
+            out.append(_Candidate(unit, acc, key, eligible))
+        out.sort(key=lambda c: c.key)
+        return out
+
+    def _choose_units(self, candidates: list[_Candidate]) -> list[tuple[Unit, str]]:
+        """Greedy over the sorted candidates: whole gangs, each job once, within n_k."""
+        free = {acc: pool.count for acc, pool in self.instance.cluster.accelerators.items()}
+        placed_jobs: set[str] = set()
+        chosen: list[tuple[Unit, str]] = []
+        passes = [True, False] if self.work_conserving else [True]
+        for eligible_only in passes:
+            for c in candidates:
+                if eligible_only and not c.eligible:
+                    continue
+                gang = self.gang[c.unit]
+                if gang > free[c.accelerator] or placed_jobs.intersection(c.unit):
+                    continue
+                free[c.accelerator] -= gang
+                placed_jobs.update(c.unit)
+                chosen.append((c.unit, c.accelerator))
+        return chosen
+
+    def _sticky_ids(self, unit: Unit, acc: str) -> list[int] | None:
+        """The ids ``unit`` held on ``acc`` last round, if it ran there as the same unit."""
+        held: set[int] = set()
+        for job_id in unit:
+            last = self._last.get(job_id)
+            partners = [j for j in unit if j != job_id]
+            if last is None or last.accelerator != acc or last.gpu_ids is None:
+                return None
+            if last.partner != (partners[0] if partners else None):
+                return None
+            held.update(last.gpu_ids)
+        return sorted(held)
+
+    def _place_on(self, acc: str, units: list[Unit]) -> list[Placement]:
+        """GPU ids on one type: sticky units keep their ids, the rest are packed."""
+        pool = self.instance.cluster.accelerators[acc]
+        per_node = _gpus_per_node(pool.count, pool.nodes, pool.gpus_per_node)
+        free = set(range(pool.count))
+        ids: dict[Unit, list[int]] = {}
+        for unit in units:  # units arrive in priority order
+            sticky = self._sticky_ids(unit, acc)
+            if sticky is not None and len(sticky) == self.gang[unit] and free.issuperset(sticky):
+                ids[unit] = sticky
+                free.difference_update(sticky)
+        rest = [u for u in units if u not in ids]
+        rest.sort(key=lambda u: -self.gang[u])  # stable: priority order within a gang size
+        for unit in rest:
+            ids[unit] = pick_gpu_ids(free, self.gang[unit], pool.count, per_node)
+            free.difference_update(ids[unit])
+        return [p for unit in units for p in self._unit_placements(unit, acc, ids[unit])]
+
+    def _unit_placements(self, unit: Unit, acc: str, ids: list[int]) -> list[Placement]:
+        """One Placement per job; a pair's smaller gang takes the first s_j of the ids."""
+        if len(unit) == 1:
+            job = self._jobs[unit[0]]
+            return [Placement(job=job.id, accelerator=acc, gpus=job.scale_factor, gpu_ids=ids)]
+        a, b = unit
+        return [
+            Placement(
+                job=j,
+                accelerator=acc,
+                gpus=self._jobs[j].scale_factor,
+                gpu_ids=ids[: self._jobs[j].scale_factor],
+                partner=other,
+            )
+            for j, other in ((a, b), (b, a))
+        ]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _unit_targets(
+    instance: Instance,
+    allocation: Mapping[str, Mapping[str, float]],
+    colocated: Sequence[PairShare],
+) -> dict[Unit, dict[str, float]]:
+    """X[u,k] per unit; raises :class:`InputError` on unknown names or bad shares."""
+    order = instance.job_index()
+    pools = instance.cluster.accelerators
+    targets: dict[Unit, dict[str, float]] = {}
+
+    def add(unit: Unit, acc: str, share: float, where: str) -> None:
+        if acc not in pools:
+            raise InputError(f"unknown accelerator {acc!r}", field=where)
+        if not math.isfinite(share) or share < 0.0:
+            raise InputError(f"share {share} is not a finite number >= 0", field=where)
+        shares = targets.setdefault(unit, {})
+        shares[acc] = shares.get(acc, 0.0) + share
+
+    for job_id, shares in allocation.items():
+        if job_id not in order:
+            raise InputError(f"unknown job {job_id!r}", field=f"allocation.{job_id}")
+        for acc, share in shares.items():
+            add((job_id,), acc, share, f"allocation.{job_id}.{acc}")
+    for n, pair in enumerate(colocated):
+        a, b = pair.jobs
+        where = f"colocated_allocation[{n}]"
+        if a not in order or b not in order or a == b:
+            raise InputError(f"pair {a}+{b} must name two distinct known jobs", field=where)
+        unit = (a, b) if order[a] < order[b] else (b, a)
+        add(unit, pair.accelerator, pair.fraction, where)
+    return targets
+
+
+def _gpus_per_node(count: int, nodes: int | None, gpus_per_node: int | None) -> int | None:
+    """GPUs per node of a pool, when the pool says (directly or as count / nodes)."""
+    if gpus_per_node is not None:
+        return gpus_per_node
+    if nodes is not None and nodes > 0 and count % nodes == 0:
+        return count // nodes
+    return None
+
+
+def pick_gpu_ids(free: Iterable[int], size: int, count: int, per_node: int | None) -> list[int]:
+    """Choose ``size`` ids from ``free`` (ids 0..count-1), consolidated.
+
+    Nodes are id blocks of ``per_node`` (one block when None).  If some node has >= size free
+    ids, take the best-fitting one (fewest free ids, then lowest index) and there the lowest
+    contiguous run of ``size`` ids, else its lowest free ids.  Otherwise take ids from the
+    nodes with the most free ids first (fewest nodes spanned).  Raises ValueError when fewer
+    than ``size`` ids are free.
+    """
+    block = per_node or max(count, 1)
+    by_node: dict[int, list[int]] = defaultdict(list)
+    for gpu in sorted(free):
+        by_node[gpu // block].append(gpu)
+    if sum(len(ids) for ids in by_node.values()) < size:
+        raise ValueError(f"{size} GPU ids requested but only "
+                         f"{sum(len(v) for v in by_node.values())} free")
+    fitting = [n for n, ids in by_node.items() if len(ids) >= size]
+    if fitting:
+        best = min(fitting, key=lambda n: (len(by_node[n]), n))
+        return _lowest_run(by_node[best], size)
+    taken: list[int] = []
+    for n in sorted(by_node, key=lambda n: (-len(by_node[n]), n)):
+        taken += by_node[n][: size - len(taken)]
+        if len(taken) == size:
+            break
+    return sorted(taken)
+
+
+def _lowest_run(ids: list[int], size: int) -> list[int]:
+    """Lowest run of ``size`` consecutive ids in sorted ``ids``, else the lowest ``size`` ids."""
+    for start in range(len(ids) - size + 1):
+        if ids[start + size - 1] - ids[start] == size - 1:
+            return ids[start : start + size]
+    return ids[:size]
+
+
+# ------------------------------------------------------------------------ public API
+
+
+def schedule_rounds(
+    instance: Instance,
+    allocation: Mapping[str, Mapping[str, float]],
+    num_rounds: int | None = None,
+    *,
+    colocated: Sequence[PairShare] = (),
+    work_conserving: bool = False,
+) -> list[list[Placement]]:
+    """Run the mechanism for ``num_rounds`` rounds (default ``instance.params.num_rounds``).
+
+    ``allocation`` is X[j,k] = {job: {accelerator: share of time}}; ``colocated`` the pair
+    shares Y[{a,b},k].  Returns one list of :class:`Placement` per round.
+    """
+    rounds = instance.params.num_rounds if num_rounds is None else num_rounds
+    if rounds < 0:
+        raise InputError(f"num_rounds must be >= 0 (got {rounds})", field="num_rounds")
+    mechanism = RoundMechanism(
+        instance, allocation, colocated, work_conserving=work_conserving
+    )
+    return [mechanism.next_round() for _ in range(rounds)]
+
+
+def with_rounds(
+    instance: Instance,
+    solution: Solution,
+    num_rounds: int | None = None,
+    *,
+    work_conserving: bool = False,
+) -> Solution:
+    """A copy of ``solution`` whose ``rounds`` realise its allocation and pair shares."""
+    rounds = schedule_rounds(
+        instance,
+        solution.allocation,
+        num_rounds,
+        colocated=solution.colocated_allocation,
+        work_conserving=work_conserving,
+    )
+    return solution.model_copy(update={"rounds": rounds})
+
+
+def job_targets(
+    allocation: Mapping[str, Mapping[str, float]], colocated: Sequence[PairShare] = ()
+) -> dict[str, dict[str, float]]:
+    """Share of rounds each job should run on each type: X[j,k] + sum_{pairs p ∋ j} Y[p,k]."""
+    out: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for job_id, shares in allocation.items():
+        for acc, share in shares.items():
+            out[job_id][acc] += share
+    for pair in colocated:
+        for job_id in pair.jobs:
+            out[job_id][pair.accelerator] += pair.fraction
+    return {j: dict(shares) for j, shares in out.items()}
+
+
+def received_shares(
+    rounds: Sequence[Sequence[Placement]], instance: Instance
+) -> dict[str, dict[str, float]]:
+    """Fraction of ``rounds`` each job ran on each type (solo or co-located).
+
+    received[j][k] = |{r : j placed on k in round r}| / len(rounds); every job of the instance
+    and every type appear (0.0 when never placed; all 0.0 for no rounds).
+    """
+    counts = {job.id: dict.fromkeys(instance.types, 0) for job in instance.jobs}
+    for placements in rounds:
+        for p in placements:
+            if p.job in counts and p.accelerator in counts[p.job]:
+                counts[p.job][p.accelerator] += 1
+    total = len(rounds)
+    return {
+        job: {acc: (n / total if total else 0.0) for acc, n in by_acc.items()}
+        for job, by_acc in counts.items()
+    }
+
+
+def count_migrations(rounds: Sequence[Sequence[Placement]]) -> dict[str, int]:
+    """Placement changes per job between consecutive rounds in which it runs.
+
+    A migration is counted for job j at round r >= 1 when j runs in both rounds r-1 and r and
+    its accelerator type or its set of GPU ids differs (ids compared only when both rounds give
+    them).  A job that waits and resumes is not counted: it restores from a checkpoint anyway.
+    Every job that appears in some round has an entry.
+    """
+    migrations: dict[str, int] = {}
+    previous: dict[str, Placement] = {}
+    for placements in rounds:
+        current = {p.job: p for p in placements}
+        for job_id, p in current.items():
+            migrations.setdefault(job_id, 0)
+            before = previous.get(job_id)
+            if before is not None and _moved(before, p):
+                migrations[job_id] += 1
+        previous = current
+    return migrations
+
+
+def _moved(before: Placement, after: Placement) -> bool:
+    """True when the accelerator or the GPU id set changed between two placements."""
+    if before.accelerator != after.accelerator:
+        return True
+    if before.gpu_ids is None or after.gpu_ids is None:
+        return False
+    return set(before.gpu_ids) != set(after.gpu_ids)

@@ -1,0 +1,53 @@
+"""Workload generators and trace readers that produce Instances.
+
+- :mod:`schedlab.workloads.throughputs`: Gavel's measured throughput table, GPU prices and
+  the co-location (space-sharing) interference model.
+- :mod:`schedlab.workloads.gavel`: the Gavel-style job generator, the Gavel trace reader and
+  the example instances of ``instances/gavel/``.
+
+See docs/workloads.md.
+"""
+
+from schedlab.workloads.gavel import (
+    GAVEL_CLUSTER,
+    GAVEL_PRIORITY_MIX,
+    GAVEL_SCALE_FACTOR_MIX,
+    GAVEL_SLO_FACTORS,
+    compact_instance_dict,
+    example_instances,
+    generate_gavel_instance,
+    instance_from_gavel_trace,
+    save_instance_compact,
+    small_six_jobs_instance,
+    write_example_instances,
+)
+from schedlab.workloads.throughputs import (
+    ThroughputTable,
+    add_colocation,
+    build_throughput_table,
+    colocation_factors,
+    gavel_prices,
+    gpu_intensity,
+    load_gavel_throughputs,
+)
+
+__all__ = [
+    "GAVEL_CLUSTER",
+    "GAVEL_PRIORITY_MIX",
+    "GAVEL_SCALE_FACTOR_MIX",
+    "GAVEL_SLO_FACTORS",
+    "ThroughputTable",
+    "add_colocation",
+    "build_throughput_table",
+    "colocation_factors",
+    "compact_instance_dict",
+    "example_instances",
+    "gavel_prices",
+    "generate_gavel_instance",
+    "gpu_intensity",
+    "instance_from_gavel_trace",
+    "load_gavel_throughputs",
+    "save_instance_compact",
+    "small_six_jobs_instance",
+    "write_example_instances",
+]

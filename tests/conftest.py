@@ -1,0 +1,189 @@
+"""Shared fixtures: tiny instance files and stand-in formulations for CLI tests."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyomo.environ as pyo
+import pytest
+
+from schedlab import registry
+from schedlab.errors import SolverError
+from schedlab.formulations.base import Formulation
+from schedlab.instance import Instance
+from schedlab.solution import InstanceRef, Solution, Status
+from schedlab.solvers import SolveResult, SolverOptions
+
+#: Two accelerator types, three jobs; job c cannot run on k80.
+TINY_INSTANCE: dict[str, Any] = {
+    "schema": "schedlab/instance@1",
+    "name": "tiny",
+    "cluster": {"accelerators": {"k80": {"count": 2}, "v100": {"count": 2}}},
+    "jobs": [
+        {"id": "a", "scale_factor": 1, "total_steps": 1000,
+         "throughput": {"k80": 1.0, "v100": 3.0}},
+        {"id": "b", "scale_factor": 2, "total_steps": 2000,
+         "throughput": {"k80": 2.0, "v100": 4.0}},
+        {"id": "c", "scale_factor": 1, "total_steps": 500,
+         "throughput": {"v100": 5.0}},
+    ],
+}
+
+
+def tiny_instance() -> dict[str, Any]:
+    """A fresh deep copy of :data:`TINY_INSTANCE` to modify."""
+    return copy.deepcopy(TINY_INSTANCE)
+
+
+@pytest.fixture
+def write_instance(tmp_path: Path) -> Callable[..., Path]:
+    """``write_instance(data=None, name="tiny.json", text=None)`` -> path of the file written."""
+
+    def write(data: Any = None, name: str = "tiny.json", text: str | None = None) -> Path:
+        path = tmp_path / name
+        if text is None:
+            text = json.dumps(tiny_instance() if data is None else data, indent=2)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    return write
+
+
+@pytest.fixture
+def tiny_file(write_instance: Callable[..., Path]) -> Path:
+    """The tiny instance as a JSON file."""
+    return write_instance()
+
+
+def has_formulation(name: str) -> bool:
+    """True when the registry knows ``name`` (False while its module is not written yet)."""
+    try:
+        return name in registry.formulations()
+    except ImportError:
+        return False
+
+
+def require_formulation(name: str) -> None:
+    """Skip the calling test unless ``name`` is registered."""
+    if not has_formulation(name):
+        pytest.skip(f"formulation {name} is not registered yet")
+
+
+# --------------------------------------------------------------- stand-in formulations
+
+
+class MaxTotalThroughput(Formulation):
+    """Test LP: maximize sum_j sum_k T[j,k] X[j,k] under the Gavel share constraints."""
+
+    description = "test stand-in: maximize total throughput (LP, solved by the real solver)"
+
+    def build(self, instance: Instance) -> pyo.ConcreteModel:
+        m = pyo.ConcreteModel()
+        pairs = [(j.id, k) for j in instance.jobs for k in j.throughput]
+        m.X = pyo.Var(pairs, bounds=(0.0, 1.0))
+        m.job_share = pyo.Constraint(
+            [j.id for j in instance.jobs],
+            rule=lambda m, j: sum(m.X[p] for p in pairs if p[0] == j) <= 1,
+        )
+        scale = {j.id: j.scale_factor for j in instance.jobs}
+        m.capacity = pyo.Constraint(
+            instance.types,
+            rule=lambda m, k: sum(scale[p[0]] * m.X[p] for p in pairs if p[1] == k)
+            <= instance.cluster.accelerators[k].count,
+        )
+        thr = {(j.id, k): t for j in instance.jobs for k, t in j.throughput.items()}
+        m.obj = pyo.Objective(expr=sum(thr[p] * m.X[p] for p in pairs), sense=pyo.maximize)
+        return m
+
+    def extract(self, model: pyo.ConcreteModel, instance: Instance,
+                result: SolveResult) -> Solution:
+        solution = self.empty_solution(instance, result)
+        if result.status.has_solution:
+            for (job, acc) in model.X:
+                solution.allocation.setdefault(job, {})[acc] = float(pyo.value(model.X[job, acc]))
+            solution.metrics["effective_throughput"] = {
+                j.id: sum(t * solution.allocation[j.id][k] for k, t in j.throughput.items())
+                for j in instance.jobs
+            }
+        return solution
+
+
+class _Canned(Formulation):
+    """Base of stand-ins that skip the solver and return (or raise) something fixed."""
+
+    def build(self, instance: Instance) -> pyo.ConcreteModel:
+        return pyo.ConcreteModel()
+
+    def extract(self, model: pyo.ConcreteModel, instance: Instance,
+                result: SolveResult) -> Solution:
+        raise NotImplementedError
+
+
+class AlwaysInfeasible(_Canned):
+    """Test stand-in: reports infeasible with a diagnostic."""
+
+    description = "test stand-in: always infeasible"
+
+    def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
+        return self.infeasible_solution(instance, "job b needs 2 GPUs (test diagnostic)")
+
+
+class OverCapacity(_Canned):
+    """Test stand-in: claims optimality but puts every job fully on the first type."""
+
+    description = "test stand-in: a buggy allocation the checker must catch"
+
+    def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
+        first = instance.types[0]
+        return Solution(
+            instance=InstanceRef(name=instance.name, hash=instance.content_hash()),
+            formulation=self.name, status=Status.OPTIMAL, objective=1.0, bound=1.0, gap=0.0,
+            allocation={job.id: {first: 1.0} for job in instance.jobs},
+        )
+
+
+class SolverCrash(_Canned):
+    """Test stand-in: the solver fails mid-solve."""
+
+    description = "test stand-in: the solver raises"
+
+    def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
+        raise SolverError("solver 'highs' failed: simulated crash")
+
+
+class Interrupted(_Canned):
+    """Test stand-in: the user presses Ctrl-C mid-solve."""
+
+    description = "test stand-in: interrupted"
+
+    def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
+        raise KeyboardInterrupt
+
+
+STAND_INS: dict[str, type[Formulation]] = {
+    "testing.max_total_throughput": MaxTotalThroughput,
+    "testing.infeasible": AlwaysInfeasible,
+    "testing.over_capacity": OverCapacity,
+    "testing.crash": SolverCrash,
+    "testing.interrupted": Interrupted,
+}
+
+
+@pytest.fixture
+def stand_ins(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, type[Formulation]]]:
+    """Register the ``testing.*`` formulations for one test, then remove them."""
+    if importlib.util.find_spec("schedlab.formulations.gavel") is None:
+        # The Gavel module is not written yet: let the registry load nothing else.
+        monkeypatch.setattr(registry, "_FORMULATION_MODULES", ())
+    for name, cls in STAND_INS.items():
+        registry.register(name, cls)
+    try:
+        yield STAND_INS
+    finally:
+        for name in STAND_INS:
+            registry._REGISTRY.pop(name, None)
