@@ -544,10 +544,10 @@ class FinishTimeFairness(GavelPolicy):
         return m
 
     def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
+        self.validate(instance)
         stuck = unrunnable_jobs(self.true_data(instance))
         if stuck:
             return self.infeasible_solution(instance, _unrunnable_reason(instance, stuck))
-        self.validate(instance)
         opts = (options or SolverOptions()).with_method("simplex")
         t0 = time.perf_counter()
         data, true = self.policy_data(instance)
