@@ -26,14 +26,18 @@ def solve(
     lp_method: LpMethod = "auto",
     verbose: bool = False,
     run_check: bool = True,
+    num_rounds: int | None = None,
 ) -> Solution:
     """Build, solve and extract ``formulation`` on ``instance``, then run the checker.
 
-    Violations found by :func:`schedlab.check.check` are stored in ``solution.violations``
+    ``num_rounds`` overrides ``instance.params.num_rounds`` for formulations that produce
+    rounds (the instance, and so its hash, is left unchanged).  Violations found by :func:`schedlab.check.check` are stored in ``solution.violations``
     and logged as errors: a formulation that produces one has a bug.
     """
     inst = load_instance(instance) if isinstance(instance, str | Path) else instance
     form = get_formulation(formulation)
+    if num_rounds is not None and hasattr(form, "num_rounds"):
+        form.num_rounds = num_rounds
     options = SolverOptions(
         solver=solver,
         time_limit_s=time_limit if time_limit is not None else inst.params.time_limit_s,

@@ -246,8 +246,6 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     instance = load_instance(args.file)
     load_s = time.perf_counter() - t0
-    if args.rounds is not None:
-        instance.params.num_rounds = args.rounds
     log.info("loaded %s: %d jobs in %.3f s", args.file, len(instance.jobs), load_s)
 
     solution = solve(
@@ -259,6 +257,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         threads=args.threads,
         lp_method=args.lp_method,
         verbose=args.verbose,
+        num_rounds=args.rounds,
     )
 
     if out is not None:

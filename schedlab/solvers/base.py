@@ -89,10 +89,25 @@ def _make(name: str) -> Any:
             ) from None
         from pyomo.contrib.solver.solvers.gurobi.gurobi_persistent import GurobiPersistent
 
+        _quiet_gurobi_env_warning()
         return GurobiPersistent()
     raise UnknownNameError(
         f"unknown solver {name!r} (known: {', '.join(KNOWN_SOLVERS)})", field="--solver"
     )
+
+
+class _DropEnvClientWarning(logging.Filter):
+    """Pyomo 6.10 releases its shared Gurobi environment once per results object *and* per
+    solver, then warns about "-1 remaining environment clients"; harmless, so hidden."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "remaining environment clients" not in record.getMessage()
+
+
+def _quiet_gurobi_env_warning() -> None:
+    target = logging.getLogger("pyomo.contrib.solver.solvers.gurobi.gurobi_direct_base")
+    if not any(isinstance(f, _DropEnvClientWarning) for f in target.filters):
+        target.addFilter(_DropEnvClientWarning())
 
 
 def _solver_options(options: SolverOptions) -> dict[str, Any]:
