@@ -31,8 +31,9 @@ def solve(
     """Build, solve and extract ``formulation`` on ``instance``, then run the checker.
 
     ``num_rounds`` overrides ``instance.params.num_rounds`` for formulations that produce
-    rounds (the instance, and so its hash, is left unchanged).  Violations found by :func:`schedlab.check.check` are stored in ``solution.violations``
-    and logged as errors: a formulation that produces one has a bug.
+    rounds (the instance, and so its hash, is left unchanged).  Violations found by
+    :func:`schedlab.check.check` are stored in ``solution.violations`` and logged as errors:
+    a formulation that produces one has a bug.
     """
     inst = load_instance(instance) if isinstance(instance, str | Path) else instance
     form = get_formulation(formulation)

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -174,7 +174,9 @@ def _group_rows(keys: IntArray) -> tuple[IntArray, IntArray]:
     of first appearance."""
     if keys.shape[0] == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    rows = np.ascontiguousarray(keys, dtype=np.int64)
+    flat = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).reshape(-1)
+    _, first, inverse = np.unique(flat, return_index=True, return_inverse=True)
     # renumber by first appearance, so class ids follow instance order
     rank = np.empty(len(first), dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(len(first))
@@ -920,6 +922,16 @@ def _repair_bound(pairs: ClassPairs, rc: FloatArray, num_classes: int) -> float:
 # ---------------------------------------------------------------------- entry point
 
 
+def _with_pairs(data: GavelData, keep: IntArray) -> GavelData:
+    """``data`` restricted to the pairs ``keep`` (in that order)."""
+    return replace(
+        data,
+        pairs=[data.pairs[int(p)] for p in keep],
+        pair_throughput=data.pair_throughput[keep],
+        pair_allowed=data.pair_allowed[keep],
+    )
+
+
 def solve_max_min_fast(
     formulation: MaxMinFairness, instance: Instance, options: SolverOptions
 ) -> Solution:
@@ -936,11 +948,11 @@ def solve_max_min_fast(
     bound (Lagrangian / dual value) and ``gap`` = (bound - objective) / objective.
     """
     start = time.perf_counter()
+    data, true = formulation.policy_data(instance)
     if formulation.needs_every_job:
-        stuck = unrunnable_jobs(formulation.true_data(instance))
+        stuck = unrunnable_jobs(true)
         if stuck:
             return formulation.infeasible_solution(instance, _unrunnable_reason(instance, stuck))
-    data, true = formulation.policy_data(instance)
     if data.num_jobs == 0:
         return GavelPolicy.solve(formulation, instance, options)
     deadline = start + options.time_limit_s if options.time_limit_s is not None else None
@@ -988,7 +1000,11 @@ def solve_max_min_fast(
         y = disaggregate_pairs(data, classes, pairs, outcome.y)
     else:
         y = np.zeros(data.pair_allowed.shape)
-    formulation.finish(solution, instance, data, true, x, y)
+    # Only pairs with a share matter to the allocation, objective and metrics; handing finish()
+    # just those keeps its per-pair Python loops off the (up to J^2/2) unused pairs.
+    used = np.flatnonzero((y > 0).any(axis=1)) if len(y) else np.zeros(0, dtype=np.int64)
+    formulation.finish(solution, instance, _with_pairs(data, used), _with_pairs(true, used),
+                       x, y[used])
     solution.metrics.update(metrics)
     objective = solution.objective if solution.objective is not None else 0.0
     if outcome.status == Status.OPTIMAL:
