@@ -120,18 +120,20 @@ def check_rounds(instance: Instance, solution: Solution, *, tol: float = 1e-6) -
     ``tol`` is unused (GPU counts are integers); it is accepted for a uniform signature.
     """
     out: list[str] = []
+    jobs = {job.id: job for job in instance.jobs}
     for r, placements in enumerate(solution.rounds):
-        out += _check_round_placements(instance, r, placements)
+        out += _check_round_placements(instance, jobs, r, placements)
         out += _check_round_partners(instance, r, placements)
         out += _check_round_gpu_ids(instance, r, placements)
         out += _check_round_capacity(instance, r, placements)
     return out
 
 
-def _check_round_placements(instance: Instance, r: int, placements: list[Placement]) -> list[str]:
+def _check_round_placements(
+    instance: Instance, jobs: dict[str, Job], r: int, placements: list[Placement]
+) -> list[str]:
     """Each placement alone: job, accelerator, gang size, ids, throughput; once per round."""
     out: list[str] = []
-    jobs = {job.id: job for job in instance.jobs}
     pools = instance.cluster.accelerators
     for job_id, times in Counter(p.job for p in placements).items():
         if times > 1:
@@ -269,15 +271,17 @@ def check_schedule(instance: Instance, solution: Solution, *, tol: float = 1e-6)
     """Timed schedule entries [start, end) of jobs on GPUs.
 
     * each entry: the job exists; arrival_j <= start <= end; gpus >= 1; its accelerator and
-      node exist and agree (node n holds GPUs of one type);
+      node exist and agree (node n holds GPUs of one type).  ``node`` is read only when the
+      cluster lists ``nodes``; an entry's type is its accelerator, else its node's, else the
+      cluster's only type;
     * capacity at every instant t: on each node, sum of gpus of entries on it with
       start <= t < end is <= G_n; on each accelerator type, the same sum is <= n_k;
     * Saturn jobs (``configs`` set): scheduled exactly once (one configuration, one node: a job
       never spans nodes); the entry's (config, gpus) is one of the job's feasible configurations
       and end - start = runtime_s;
     * Hare jobs (``rounds`` / ``tasks_per_round`` set): every entry has a round index in
-      0..R_j-1; round r holds m_j tasks; barrier: every task of round r+1 starts after every
-      task of round r ended; a task on type k lasts at least task_seconds[k].
+      0..R_j-1 (0-based); round r holds m_j tasks; barrier: every task of round r+1 starts
+      after every task of round r ended; a task on type k lasts at least task_seconds[k].
     """
     out = _check_schedule_entries(instance, solution.schedule, tol)
     out += _check_node_capacity(instance, solution.schedule, tol)
@@ -343,9 +347,10 @@ def _entry_type(instance: Instance, e: ScheduleEntry) -> str | None:
     pools = instance.cluster.accelerators
     if e.accelerator is not None:
         return e.accelerator if e.accelerator in pools else None
-    for node in instance.cluster.nodes or []:
-        if node.name == e.node:
-            return node.accelerator
+    if e.node is not None and instance.cluster.nodes is not None:
+        for node in instance.cluster.nodes:
+            if node.name == e.node:
+                return node.accelerator
     return next(iter(pools)) if len(pools) == 1 else None
 
 

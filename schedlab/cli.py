@@ -192,7 +192,9 @@ class _StderrHandler(logging.StreamHandler):
     """Logs to whatever ``sys.stderr`` is at the time of each record."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.setStream(sys.stderr)
+        # Assign rather than setStream(): setStream flushes the previous stream, which may
+        # be closed by now (e.g. a test harness's capture file).
+        self.stream = sys.stderr
         super().emit(record)
 
 

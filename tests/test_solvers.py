@@ -97,3 +97,26 @@ def test_gurobi_size_limited_licence_is_said_plainly() -> None:
         assert "size-limited licence" in str(exc) and "--solver highs" in str(exc)
     else:  # a full licence is installed on this machine: nothing to check
         pytest.skip("Gurobi solved a 3000-variable model: an unrestricted licence is present")
+
+
+def test_mip_start_is_used_as_first_incumbent() -> None:
+    """Solve a hard MILP briefly, keep the incumbent's values in the model, then re-solve
+    with a much shorter limit and warm_start: the start is feasible, so HiGHS's incumbent
+    can only be as good or better."""
+    rng = np.random.default_rng(2)
+    a = rng.integers(0, 100, size=(4, 30))
+    d = a.sum(axis=1) // 2
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(30), domain=pyo.Binary)
+    m.up = pyo.Var(range(4), bounds=(0, None))
+    m.down = pyo.Var(range(4), bounds=(0, None))
+    m.c = pyo.Constraint(
+        range(4),
+        rule=lambda m, i: sum(int(a[i, j]) * m.x[j] for j in range(30)) + m.up[i] - m.down[i]
+        == int(d[i]),
+    )
+    m.o = pyo.Objective(expr=sum(m.up[i] + m.down[i] for i in range(4)))
+    first = solve_model(m, SolverOptions(time_limit_s=0.5))
+    assert first.objective is not None
+    again = solve_model(m, SolverOptions(time_limit_s=0.01, warm_start=True))
+    assert again.objective is not None and again.objective <= first.objective + 1e-9

@@ -15,7 +15,8 @@ Each round:
 
        priority[u,k] = X[u,k] / f[u,k] = X[u,k] t / c[u,k]      (+inf when c[u,k] = 0)
 
-   Units with X[u,k] = 0 have priority 0 and are never placed on k.  Ties are broken by the
+   Units with X[u,k] <= ``min_share`` (default 1e-6, so LP noise such as 1e-12 is not
+   scheduled) count as X[u,k] = 0: priority 0, never placed on k.  Ties are broken by the
    larger deficit d[u,k] = X[u,k] t - c[u,k], then the larger X[u,k], then job order in the
    instance (a job's solo unit before its pairs), then accelerator order.
 2. Greedy, in priority order: place u on k when k still has g_u free GPUs, no job of u is placed
@@ -89,9 +90,11 @@ class RoundMechanism:
         colocated: Sequence[PairShare] = (),
         *,
         work_conserving: bool = False,
+        min_share: float = 1e-6,
     ) -> None:
         self.instance = instance
         self.work_conserving = work_conserving
+        self.min_share = min_share
         self._jobs = {job.id: job for job in instance.jobs}
         self._job_order = instance.job_index()
         self._acc_order = {acc: i for i, acc in enumerate(instance.types)}
@@ -125,7 +128,7 @@ class RoundMechanism:
         options: list[tuple[Unit, str, float]] = []
         for unit, shares in self.targets.items():
             for acc, share in shares.items():
-                if share <= 0.0:
+                if share <= self.min_share:
                     continue
                 if self.gang[unit] > pools[acc].count:
                     log.warning("%s: gang of %d GPUs exceeds the %d %s GPUs; share %.3g "
@@ -325,17 +328,19 @@ def schedule_rounds(
     *,
     colocated: Sequence[PairShare] = (),
     work_conserving: bool = False,
+    min_share: float = 1e-6,
 ) -> list[list[Placement]]:
     """Run the mechanism for ``num_rounds`` rounds (default ``instance.params.num_rounds``).
 
     ``allocation`` is X[j,k] = {job: {accelerator: share of time}}; ``colocated`` the pair
-    shares Y[{a,b},k].  Returns one list of :class:`Placement` per round.
+    shares Y[{a,b},k]; shares <= ``min_share`` are treated as 0.  Returns one list of
+    :class:`Placement` per round (placements in instance job order).
     """
     rounds = instance.params.num_rounds if num_rounds is None else num_rounds
     if rounds < 0:
         raise InputError(f"num_rounds must be >= 0 (got {rounds})", field="num_rounds")
     mechanism = RoundMechanism(
-        instance, allocation, colocated, work_conserving=work_conserving
+        instance, allocation, colocated, work_conserving=work_conserving, min_share=min_share
     )
     return [mechanism.next_round() for _ in range(rounds)]
 
@@ -346,6 +351,7 @@ def with_rounds(
     num_rounds: int | None = None,
     *,
     work_conserving: bool = False,
+    min_share: float = 1e-6,
 ) -> Solution:
     """A copy of ``solution`` whose ``rounds`` realise its allocation and pair shares."""
     rounds = schedule_rounds(
@@ -354,6 +360,7 @@ def with_rounds(
         num_rounds,
         colocated=solution.colocated_allocation,
         work_conserving=work_conserving,
+        min_share=min_share,
     )
     return solution.model_copy(update={"rounds": rounds})
 

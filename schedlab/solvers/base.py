@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import pyomo.environ as pyo
@@ -36,17 +36,14 @@ class SolverOptions:
     lp_method: LpMethod = "auto"
     seed: int | None = None
     verbose: bool = False
+    warm_start: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     def with_method(self, method: LpMethod) -> SolverOptions:
         """Copy with ``lp_method`` set, unless the user already chose one."""
         if self.lp_method != "auto":
             return self
-        return SolverOptions(
-            solver=self.solver, time_limit_s=self.time_limit_s, mip_gap=self.mip_gap,
-            threads=self.threads, lp_method=method, seed=self.seed, verbose=self.verbose,
-            extra=dict(self.extra),
-        )
+        return replace(self, lp_method=method)
 
 
 @dataclass
@@ -76,9 +73,9 @@ def _is_available(name: str) -> bool:
 
 def _make(name: str) -> Any:
     if name == "highs":
-        from pyomo.contrib.solver.solvers.highs import Highs
+        from schedlab.solvers.highs_warm import WarmStartHighs
 
-        return Highs()
+        return WarmStartHighs()
     if name == "gurobi":
         try:
             import gurobipy  # noqa: F401
@@ -174,6 +171,11 @@ class PersistentSolver:
             kwargs["rel_gap"] = opts.mip_gap
         if opts.threads is not None:
             kwargs["threads"] = opts.threads
+        if opts.warm_start:
+            if opts.solver == "gurobi":
+                kwargs["warmstart_discrete_vars"] = True
+            else:
+                self._solver.warm_start = True
         start = time.perf_counter()
         try:
             results = self._solver.solve(model, **kwargs)
