@@ -18,6 +18,8 @@ from schedlab.formulations.base import Formulation
 _FORMULATION_MODULES = (
     "schedlab.formulations.gavel",
     "schedlab.formulations.gavel_hierarchical",
+    "schedlab.formulations.saturn",
+    "schedlab.formulations.saturn_baselines",
 )
 
 

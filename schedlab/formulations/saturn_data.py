@@ -183,9 +183,14 @@ class NodeTimeline:
         self.capacity = {n.name: n.gpus for n in nodes}
         self.busy: dict[str, list[tuple[float, float, int]]] = {n.name: [] for n in nodes}
 
+    #: overlaps shorter than this (s) are solver round-off, not conflicts
+    tol = 1e-4
+
     def _peak(self, node: str, start: float, end: float) -> int:
-        """Largest GPUs in use at any instant of [start, end)."""
-        intervals = [(s, e, g) for s, e, g in self.busy[node] if s < end and e > start]
+        """Largest GPUs in use at any instant of [start, end) (ignoring overlaps < tol)."""
+        intervals = [
+            (s, e, g) for s, e, g in self.busy[node] if s < end - self.tol and e > start + self.tol
+        ]
         points = {start} | {s for s, _, _ in intervals if s > start}
         return max(
             (sum(g for s, e, g in intervals if s <= p < e) for p in points), default=0

@@ -1,0 +1,204 @@
+"""Saturn's baselines: current practice, greedy list scheduling, random configurations.
+
+Each is a serial list schedule: jobs in some order, each placed with an option on a node at
+the earliest time >= its release at which its GPUs stay free for its whole runtime
+(:class:`NodeTimeline`).
+
+* ``saturn.current_practice``: what users do by hand - every job on all GPUs of one node
+  (its largest feasible GPU count, with the fastest technique for it), first come first
+  served, on the node that can start it first.
+* ``saturn.greedy``: longest-processing-time first (by least runtime), each job taking the
+  (option, node) that finishes it earliest.
+* ``saturn.random``: a random order and a random option per job (seeded), earliest node.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+
+from schedlab.formulations.base import Formulation
+from schedlab.formulations.saturn_data import (
+    NodeSpec,
+    NodeTimeline,
+    Option,
+    SaturnData,
+    entry,
+    lower_bound,
+    makespan,
+    saturn_data,
+    weighted_completion,
+)
+from schedlab.instance import Instance
+from schedlab.registry import register
+from schedlab.solution import InstanceRef, ScheduleEntry, Solution, Status, Timings
+from schedlab.solvers import SolveResult, SolverOptions
+
+#: (job, option, node, start) of one placed job.
+Placement = tuple[int, Option, NodeSpec, float]
+
+#: Chooses the (option, node, start) of a job given the timeline.
+Chooser = Callable[[SaturnData, int, NodeTimeline], tuple[Option, NodeSpec, float]]
+
+
+def list_schedule(data: SaturnData, order: Sequence[int], choose: Chooser) -> list[Placement]:
+    """Place jobs in ``order``, each where ``choose`` says; returns the placements."""
+    timeline = NodeTimeline(data.nodes)
+    placed: list[Placement] = []
+    for j in order:
+        option, node, start = choose(data, j, timeline)
+        timeline.place(node.name, option.gpus, start, option.runtime)
+        placed.append((j, option, node, start))
+    return placed
+
+
+def earliest_finish(
+    data: SaturnData, j: int, timeline: NodeTimeline, options: Sequence[Option] | None = None
+) -> tuple[Option, NodeSpec, float]:
+    """The (option, node, start) finishing job j first (ties: fewer GPUs, then node order)."""
+    best: tuple[float, int, int] | None = None
+    choice: tuple[Option, NodeSpec, float] | None = None
+    for option in options if options is not None else data.options[j]:
+        for n, node in enumerate(data.nodes):
+            if option.gpus > node.gpus:
+                continue
+            start = timeline.earliest(node.name, option.gpus, option.runtime, data.release[j])
+            key = (start + option.runtime, option.gpus, n)
+            if best is None or key < best:
+                best, choice = key, (option, node, start)
+    assert choice is not None, "saturn_data guarantees an option that fits a node"
+    return choice
+
+
+def greedy_order(data: SaturnData) -> list[int]:
+    """Longest job first by its fastest runtime (LPT), then release, then input order."""
+    return sorted(
+        range(data.num_jobs),
+        key=lambda j: (-min(o.runtime for o in data.options[j]), data.release[j], j),
+    )
+
+
+def greedy_placements(data: SaturnData) -> list[Placement]:
+    """LPT order, each job at its earliest-finishing (option, node)."""
+    return list_schedule(data, greedy_order(data), earliest_finish)
+
+
+def current_practice_placements(data: SaturnData) -> list[Placement]:
+    """FIFO, each job on a whole node: its largest feasible GPU count, fastest technique."""
+
+    def whole_node(d: SaturnData, j: int, timeline: NodeTimeline) -> tuple[Option, NodeSpec, float]:
+        widest = max(o.gpus for o in d.options[j])
+        fastest = min((o for o in d.options[j] if o.gpus == widest), key=lambda o: o.runtime)
+        return earliest_finish(d, j, timeline, [fastest])
+
+    order = sorted(range(data.num_jobs), key=lambda j: (data.release[j], j))
+    return list_schedule(data, order, whole_node)
+
+
+def random_placements(data: SaturnData, seed: int = 0) -> list[Placement]:
+    """A seeded random order and a random option per job, on the earliest node."""
+    rng = random.Random(seed)
+    order = list(range(data.num_jobs))
+    rng.shuffle(order)
+    picks = {j: rng.choice(data.options[j]) for j in order}
+
+    def pick(d: SaturnData, j: int, timeline: NodeTimeline) -> tuple[Option, NodeSpec, float]:
+        return earliest_finish(d, j, timeline, [picks[j]])
+
+    return list_schedule(data, order, pick)
+
+
+def to_schedule(data: SaturnData, placed: Sequence[Placement]) -> list[ScheduleEntry]:
+    """Schedule entries sorted by start time."""
+    return sorted(
+        (entry(data, j, option, node, start) for j, option, node, start in placed),
+        key=lambda e: (e.start, e.job),
+    )
+
+
+def schedule_solution(
+    name: str,
+    instance: Instance,
+    data: SaturnData,
+    schedule: list[ScheduleEntry],
+    *,
+    objective: str = "makespan",
+    status: Status = Status.FEASIBLE,
+) -> Solution:
+    """A Solution for a timed schedule with makespan, weighted completion and lower bound."""
+    span = makespan(schedule)
+    wct = weighted_completion(schedule, data)
+    bound = lower_bound(data) if objective == "makespan" else None
+    value = span if objective == "makespan" else wct
+    return Solution(
+        instance=InstanceRef(name=instance.name, hash=instance.content_hash()),
+        formulation=name,
+        status=status,
+        objective=value,
+        bound=bound,
+        gap=(value - bound) / value if bound is not None and value > 0 else None,
+        schedule=schedule,
+        metrics={
+            "makespan_s": span,
+            "weighted_completion_s": wct,
+            "lower_bound_s": lower_bound(data),
+        },
+    )
+
+
+class SaturnHeuristic(Formulation):
+    """A baseline list scheduler behind the Formulation interface (no model)."""
+
+    default_lp_method = "simplex"
+
+    def __init__(self, rule: str = "greedy", seed: int = 0, dominance: bool = True) -> None:
+        self.rule = rule
+        self.seed = seed
+        self.dominance = dominance
+
+    def validate(self, instance: Instance) -> None:
+        saturn_data(instance, formulation=self.name)
+
+    def placements(self, data: SaturnData) -> list[Placement]:
+        """The baseline's placements."""
+        if self.rule == "current_practice":
+            return current_practice_placements(data)
+        if self.rule == "random":
+            return random_placements(data, self.seed)
+        return greedy_placements(data)
+
+    def build(self, instance: Instance) -> object:
+        return None
+
+    def extract(self, model: object, instance: Instance, result: SolveResult) -> Solution:
+        raise AssertionError("heuristics produce their Solution in solve()")
+
+    def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
+        t0 = time.perf_counter()
+        data = saturn_data(instance, dominance=self.dominance, formulation=self.name)
+        schedule = to_schedule(data, self.placements(data))
+        solution = schedule_solution(self.name, instance, data, schedule)
+        solution.solver = "none"
+        solution.timings = Timings(solve_s=time.perf_counter() - t0)
+        return solution
+
+
+register(
+    "saturn.current_practice",
+    SaturnHeuristic,
+    "Saturn baseline: each job on all GPUs of one node, FIFO",
+    rule="current_practice",
+)
+register(
+    "saturn.greedy",
+    SaturnHeuristic,
+    "Saturn baseline: LPT list scheduling with the earliest-finishing configuration",
+    rule="greedy",
+)
+register(
+    "saturn.random",
+    SaturnHeuristic,
+    "Saturn baseline: random order and random configuration (seeded)",
+    rule="random",
+)
