@@ -1,0 +1,29 @@
+"""The policy interface: read the simulator's state, decide the coming round.
+
+``decide(state) -> list[Assignment]`` returns which jobs run as whole gangs on which
+accelerator type during the next round.  The simulator checks the decision (no more GPUs than
+exist per type, whole gangs, each job once), chooses GPU ids (placement step) and advances
+time.  A policy keeps whatever memory it needs between rounds; it never changes the state.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from schedlab.policies.state import Assignment, ClusterState
+
+
+class Policy(ABC):
+    """Base class of online policies.  ``solver_time_s`` and ``decisions`` feed the metrics."""
+
+    name: str = ""
+    description: str = ""
+
+    def __init__(self) -> None:
+        self.solver_time_s = 0.0  # seconds spent in optimization solvers
+        self.solves = 0  # optimization problems solved
+        self.decisions = 0  # rounds decided
+
+    @abstractmethod
+    def decide(self, state: ClusterState) -> list[Assignment]:
+        """Assignments for the round starting at ``state.now``."""

@@ -1,0 +1,94 @@
+"""What the simulator knows at the start of a round, as policies see it (policies own this
+interface; the simulator fills it).
+
+The simulator owns time and state; a policy only reads a :class:`ClusterState` and returns
+:class:`Assignment` s for the coming round.  Units: seconds, steps, GPUs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from schedlab.instance import Cluster
+
+
+@dataclass
+class JobState:
+    """One job's description and its progress so far."""
+
+    id: str
+    arrival: float  # s
+    scale_factor: int  # GPUs per gang
+    total_steps: float
+    throughput: dict[str, float]  # steps/s of the whole job on its gang, per type
+    weight: float = 1.0
+    job_type: str | None = None
+    user: str | None = None
+    switch_overhead_s: float = 0.0  # s lost when the placement changes
+    colocated_throughput: dict[str, dict[str, float]] | None = None
+    # progress ---------------------------------------------------------------------------
+    steps_done: float = 0.0
+    attained_service_s: float = 0.0  # GPU-seconds received (Tiresias' 2D age: GPUs x time)
+    executed_s: float = 0.0  # wall seconds spent running
+    time_on: dict[str, float] = field(default_factory=dict)  # s run on each type
+    rounds_run: int = 0
+    start_time: float | None = None  # first time it ran
+    finish_time: float | None = None
+    last_accelerator: str | None = None  # where it ran last time it ran
+    last_gpu_ids: tuple[int, ...] | None = None
+    last_round_run: int | None = None
+    preemptions: int = 0  # was running last round, not this round (before finishing)
+    migrations: int = 0  # resumed on other GPUs than last time
+
+    @property
+    def remaining_steps(self) -> float:
+        """R_j = total_steps - steps_done (>= 0)."""
+        return max(self.total_steps - self.steps_done, 0.0)
+
+    @property
+    def done(self) -> bool:
+        """True once every step has run."""
+        return self.finish_time is not None
+
+    @property
+    def jct(self) -> float | None:
+        """Job completion time = finish - arrival (s), None while running."""
+        return None if self.finish_time is None else self.finish_time - self.arrival
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Run ``job`` as one gang on ``accelerator`` during the coming round.
+
+    ``partner`` names the job sharing the same GPUs (space sharing).  GPU ids are chosen by
+    the simulator's placement step, not by the policy.
+    """
+
+    job: str
+    accelerator: str
+    partner: str | None = None
+
+
+@dataclass
+class ClusterState:
+    """The simulator's state at the start of round ``round_index`` (time ``now``, s)."""
+
+    now: float
+    round_index: int
+    round_s: float
+    cluster: Cluster
+    active: list[JobState]  # arrived and not finished, in arrival order
+    finished: list[JobState]  # in finish order
+    job_set_version: int = 0  # increases whenever a job arrives or finishes
+
+    @property
+    def gpus(self) -> dict[str, int]:
+        """GPUs per accelerator type."""
+        return {k: p.count for k, p in self.cluster.accelerators.items()}
+
+    def job(self, job_id: str) -> JobState:
+        """The active job with this id."""
+        for j in self.active:
+            if j.id == job_id:
+                return j
+        raise KeyError(job_id)
