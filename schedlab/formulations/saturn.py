@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import logging
 import math
+import random
 import time
 from abc import abstractmethod
 from collections import defaultdict
@@ -58,8 +59,9 @@ from schedlab.errors import InputError
 from schedlab.formulations.base import Formulation
 from schedlab.formulations.saturn_baselines import (
     Placement,
-    greedy_order,
+    earliest_finish,
     greedy_placements,
+    list_schedule,
     schedule_solution,
     to_schedule,
 )
@@ -93,6 +95,22 @@ def left_shift(data: SaturnData, placed: list[Placement]) -> list[Placement]:
         timeline.place(node.name, option.gpus, new_start, option.runtime)
         out.append((j, option, node, new_start))
     return out
+
+
+def best_list_schedule(data: SaturnData, tries: int, seed: int = 0) -> list[Placement]:
+    """The shortest of the LPT greedy schedule and ``tries`` list schedules in random orders
+    (each job at its earliest-finishing option and node): a MIP start for the MILPs."""
+    best = greedy_placements(data)
+    best_span = makespan(to_schedule(data, best))
+    rng = random.Random(seed)
+    order = list(range(data.num_jobs))
+    for _ in range(tries):
+        rng.shuffle(order)
+        placed = list_schedule(data, order, earliest_finish)
+        span = makespan(to_schedule(data, placed))
+        if span < best_span - 1e-9:
+            best, best_span = placed, span
+    return best
 
 
 def exact_slot(data: SaturnData, resolution: float = 1e-3) -> float | None:
@@ -180,10 +198,12 @@ class TimeIndexed(SaturnMilp):
         dominance: bool = True,
         slot_s: float | None = None,
         max_slots: int = 48,
+        start_tries: int = 200,
     ) -> None:
         super().__init__(objective, dominance)
         self.slot_s = slot_s
         self.max_slots = max_slots
+        self.start_tries = start_tries
 
     def grid(self, data: SaturnData) -> tuple[float, dict[tuple[int, int], int], list[Placement]]:
         """(slot length delta s, slots p[j,o], greedy placements on the grid)."""
@@ -215,7 +235,7 @@ class TimeIndexed(SaturnMilp):
                 for j, opts in enumerate(data.options)
             ],
         )
-        return delta, slots, greedy_placements(grid_data)
+        return delta, slots, best_list_schedule(grid_data, self.start_tries)
 
     def build(self, instance: Instance) -> pyo.ConcreteModel:
         data = self.data(instance)
@@ -245,9 +265,6 @@ class TimeIndexed(SaturnMilp):
                         last = horizon - slots[j, o]
                         index += [(j, o, n, t) for t in range(release[j], last + 1)]
         identical = len({(nd.gpus, nd.accelerator) for nd in data.nodes}) == 1
-        first = greedy_order(data)[0]
-        if identical and len(data.nodes) > 1 and self.objective == "makespan":
-            index = [i for i in index if i[0] != first or i[2] == 0]
         m = pyo.ConcreteModel(name=self.name)
         m.START = pyo.Set(initialize=index, dimen=4, ordered=True)
         m.x = pyo.Var(m.START, domain=pyo.Binary)
@@ -278,7 +295,9 @@ class TimeIndexed(SaturnMilp):
         m.twin_order = pyo.Constraint(m.TWINS, rule=lambda mm, a, b: mm.begin[a] <= mm.begin[b])
         if self.objective == "makespan":
             floor = math.ceil(lower_bound(data) / delta - 1e-9)
-            m.C = pyo.Var(bounds=(min(floor, horizon), horizon))
+            # C counts whole slots (every completion is an integer slot), so it is declared
+            # integer: the solver may then round its bound up.
+            m.C = pyo.Var(domain=pyo.NonNegativeIntegers, bounds=(min(floor, horizon), horizon))
             m.finish = pyo.Constraint(m.J, rule=lambda mm, j: mm.C >= mm.completion[j])
             # Energy: GPU-slots used on a node fit under C x G_n (valid, tightens the LP).
             work: dict[int, list[Any]] = defaultdict(list)
@@ -288,6 +307,12 @@ class TimeIndexed(SaturnMilp):
             m.energy = pyo.Constraint(
                 m.N, rule=lambda mm, n: data.nodes[n].gpus * mm.C >= pyo.quicksum(work[n])
             )
+            if identical and len(data.nodes) > 1:
+                # Identical nodes are interchangeable: label them by decreasing load.
+                m.NN = pyo.Set(initialize=range(len(data.nodes) - 1))
+                m.node_order = pyo.Constraint(
+                    m.NN, rule=lambda mm, n: pyo.quicksum(work[n]) >= pyo.quicksum(work[n + 1])
+                )
             m.energy_all = pyo.Constraint(
                 expr=data.total_gpus * m.C
                 >= pyo.quicksum(term for terms in work.values() for term in terms)
