@@ -209,13 +209,17 @@ class GavelPolicy(Formulation):
         x, y = read_allocation(model, data)
         return self.finish(solution, instance, data, true, x, y)
 
-    def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
+    def precheck(self, instance: Instance) -> Solution | None:
+        """Validate; an ``infeasible`` Solution naming a job that can run nowhere, if any."""
         self.validate(instance)
         if self.needs_every_job:
             stuck = unrunnable_jobs(self.true_data(instance))
             if stuck:
                 return self.infeasible_solution(instance, _unrunnable_reason(instance, stuck))
-        return super().solve(instance, options)
+        return None
+
+    def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
+        return self.precheck(instance) or super().solve(instance, options)
 
     def finish(
         self,
@@ -544,10 +548,9 @@ class FinishTimeFairness(GavelPolicy):
         return m
 
     def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
-        self.validate(instance)
-        stuck = unrunnable_jobs(self.true_data(instance))
-        if stuck:
-            return self.infeasible_solution(instance, _unrunnable_reason(instance, stuck))
+        early = self.precheck(instance)
+        if early is not None:
+            return early
         opts = (options or SolverOptions()).with_method("simplex")
         t0 = time.perf_counter()
         data, true = self.policy_data(instance)

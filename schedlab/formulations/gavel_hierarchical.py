@@ -34,12 +34,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from schedlab.errors import SolverError
-from schedlab.formulations.gavel import (
-    GavelPolicy,
-    _unrunnable_reason,
-    read_allocation,
-    unrunnable_jobs,
-)
+from schedlab.formulations.gavel import GavelPolicy, read_allocation
 from schedlab.formulations.gavel_data import FloatArray, GavelData, effective_throughput
 from schedlab.instance import Instance
 from schedlab.registry import register
@@ -98,10 +93,9 @@ class Hierarchical(GavelPolicy):
         return np.divide(data.scale_factor * thr, teq, out=np.zeros_like(thr), where=teq > 0)
 
     def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
-        self.validate(instance)
-        stuck = unrunnable_jobs(self.true_data(instance))
-        if stuck:
-            return self.infeasible_solution(instance, _unrunnable_reason(instance, stuck))
+        early = self.precheck(instance)
+        if early is not None:
+            return early
         opts = (options or SolverOptions()).with_method("simplex")
         t0 = time.perf_counter()
         data, true = self.policy_data(instance)
