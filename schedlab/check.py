@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from schedlab.instance import Instance, Job
+from schedlab.instance import Instance, Job, SaturnConfig
 from schedlab.solution import Placement, ScheduleEntry, Solution
 
 #: Relative tolerance on durations (runtime of a Saturn configuration, Hare task time).
@@ -279,6 +279,14 @@ def check_schedule(instance: Instance, solution: Solution, *, tol: float = 1e-6)
     * Saturn jobs (``configs`` set): scheduled exactly once (one configuration, one node: a job
       never spans nodes); the entry's (config, gpus) is one of the job's feasible configurations
       and end - start = runtime_s;
+    * segmented Saturn jobs (entries carry ``round`` = segment index; e.g. introspective
+      scheduling, which checkpoints and resumes jobs): indices 0..K-1 once each; segment k+1
+      starts after segment k ends; each segment has a node and a feasible configuration; the
+      segments cover the job exactly: sum_k max(0, end_k - start_k - o_k) / r_k = 1, with
+      o_0 = 0 and o_k = ``metrics["restart_cost_s"]`` (seconds to resume; 0 when absent) for
+      k >= 1, and r_k the configuration's true runtime ``metrics["true_runtime_s"][job]
+      ["technique:gpus"]`` when the solution records it (a measured execution), else its
+      ``runtime_s``;
     * Hare jobs (``rounds`` / ``tasks_per_round`` set): every entry has a round index in
       0..R_j-1 (0-based); round r holds m_j tasks; barrier: every task of round r+1 starts
       after every task of round r ended; a task on type k lasts at least task_seconds[k].
@@ -290,8 +298,11 @@ def check_schedule(instance: Instance, solution: Solution, *, tol: float = 1e-6)
     for entry in solution.schedule:
         by_job[entry.job].append(entry)
     for job in instance.jobs:
-        if job.configs is not None:
-            out += _check_saturn_job(instance, job, by_job.get(job.id, []), tol)
+        entries = by_job.get(job.id, [])
+        if job.configs is not None and any(e.round is not None for e in entries):
+            out += _check_saturn_segments(instance, solution, job, entries, tol)
+        elif job.configs is not None:
+            out += _check_saturn_job(instance, job, entries, tol)
         if job.rounds is not None or job.tasks_per_round is not None:
             out += _check_hare_job(job, by_job.get(job.id, []), tol)
     return out
@@ -468,6 +479,84 @@ def _check_saturn_job(
                 f"{where}: runs {runs:.9g} s but configuration {e.config} on {e.gpus} GPUs "
                 f"takes {config.runtime_s:.9g} s"
             )
+    return out
+
+
+def _saturn_config(job: Job, e: ScheduleEntry, where: str) -> tuple[SaturnConfig | None,
+                                                                     list[str]]:
+    """The feasible configuration an entry names, or None with the violations."""
+    if e.config is None:
+        return None, [f"{where}: no configuration given"]
+    match = [c for c in job.configs or [] if c.technique == e.config and c.gpus == e.gpus]
+    if not match:
+        offered = ", ".join(f"{c.technique}x{c.gpus}" for c in job.configs or [])
+        return None, [f"{where}: configuration {e.config} on {e.gpus} GPUs is not one of its "
+                      f"configurations ({offered})"]
+    if not match[0].feasible:
+        return None, [f"{where}: configuration {e.config} on {e.gpus} GPUs is infeasible"]
+    return match[0], []
+
+
+def _true_runtime(
+    solution: Solution, job: Job, config: SaturnConfig, where: str
+) -> tuple[float | None, list[str]]:
+    """r of a configuration: recorded in ``metrics["true_runtime_s"]`` or the instance's."""
+    recorded = solution.metrics.get("true_runtime_s")
+    if not isinstance(recorded, dict) or job.id not in recorded:
+        return config.runtime_s, []
+    value = (recorded[job.id] or {}).get(f"{config.technique}:{config.gpus}")
+    if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        return None, [f"{where}: no valid true runtime recorded for {config.technique} on "
+                      f"{config.gpus} GPUs (got {value!r})"]
+    return float(value), []
+
+
+def _check_saturn_segments(
+    instance: Instance, solution: Solution, job: Job, entries: list[ScheduleEntry], tol: float
+) -> list[str]:
+    """Segments 0..K-1, in time order, feasible configurations, covering the job once."""
+    out: list[str] = []
+    restart = solution.metrics.get("restart_cost_s", 0.0)
+    if not isinstance(restart, int | float) or not math.isfinite(restart) or restart < 0:
+        out.append(f"metrics.restart_cost_s must be a number >= 0 (got {restart!r})")
+        restart = 0.0
+    if any(e.round is None for e in entries):
+        out.append(f"job {job.id}: some entries have a segment index (round) and some not")
+        return out
+    indices = sorted(e.round for e in entries if e.round is not None)
+    if indices != list(range(len(entries))):
+        out.append(f"job {job.id}: segment indices {indices} are not 0..{len(entries) - 1} "
+                   "once each")
+        return out
+    ordered = sorted(entries, key=lambda e: e.round or 0)
+    for prev, nxt in pairwise(ordered):
+        if nxt.start < prev.end - tol:
+            out.append(f"job {job.id}: segment {nxt.round} starts at {nxt.start:.9g} s before "
+                       f"segment {prev.round} ends at {prev.end:.9g} s")
+    done = 0.0
+    slack = REL_TOL
+    for e in ordered:
+        where = f"job {job.id} segment {e.round}"
+        if instance.cluster.nodes is not None and e.node is None:
+            out.append(f"{where}: no node given (cluster has nodes)")
+        config, problems = _saturn_config(job, e, where)
+        out += problems
+        if config is None:
+            continue
+        runtime, problems = _true_runtime(solution, job, config, where)
+        out += problems
+        if runtime is None:
+            continue
+        overhead = restart if e.round else 0.0
+        worked = max(0.0, e.end - e.start - overhead)
+        if runtime <= 0:
+            done += 1.0 if worked > 0 or e.end - e.start >= overhead - tol else 0.0
+            continue
+        done += worked / runtime
+        slack += _duration_tol(runtime, tol) / runtime
+    if abs(done - 1.0) > slack:
+        out.append(f"job {job.id}: segments cover {done:.9g} of the job (must be 1: "
+                   "sum of (duration - restart cost) / runtime)")
     return out
 
 

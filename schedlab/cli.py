@@ -1,4 +1,5 @@
-"""The ``schedlab`` command line: solve, validate and check instance files.
+"""The ``schedlab`` command line: solve, validate and check instance files; paper tables;
+simulate and compare online policies (docs/simulate.md).
 
 Exit codes (the same for every subcommand):
 
@@ -153,10 +154,32 @@ def build_parser() -> argparse.ArgumentParser:
                            description="List the registered formulation names.")
     forms.set_defaults(handler=_cmd_formulations)
 
+    tables = sub.add_parser("tables", help="regenerate a paper's table",
+                            description="Regenerate a paper's comparison table.")
+    which = tables.add_subparsers(dest="table", metavar="TABLE", parser_class=_Parser)
+    which.required = True
+    saturn = which.add_parser(
+        "saturn", parents=[common], help="Saturn: makespan of every SPASE method",
+        description="Makespan of current practice, greedy, random, the disjunctive and "
+        "time-indexed MILPs, and introspective scheduling under runtime noise, with gaps to "
+        "the lower bound, solve times and the reduction vs current practice.")
+    saturn.add_argument("--instance", action="append", metavar="FILE",
+                        help="instance file (repeatable; default: the model-selection 1x8 "
+                        "and 2x8 instances of instances/saturn/)")
+    saturn.add_argument("--time-limit", type=_positive_float, default=10.0, metavar="S",
+                        help="time limit of each MILP solve, seconds (default: 10)")
+    saturn.add_argument("--sigma", type=_nonnegative_float, default=0.2, metavar="SIGMA",
+                        help="runtime noise: true = estimate x lognormal(0, SIGMA) per job "
+                        "(default: 0.2)")
+    saturn.add_argument("--seeds", type=_positive_int, default=3, metavar="N",
+                        help="noise seeds 0..N-1 (default: 3)")
+    saturn.set_defaults(handler=_cmd_tables_saturn)
+
     schema = sub.add_parser("schema", parents=[common], help="print a JSON Schema",
                             description="Print the JSON Schema of a file format.")
     schema.add_argument("kind", choices=("instance", "solution"), help="which file format")
     schema.set_defaults(handler=_cmd_schema)
+    _add_simulation_commands(sub, common)
     return parser
 
 
@@ -477,6 +500,360 @@ def _cmd_schema(args: argparse.Namespace) -> int:
     schema = instance_json_schema() if args.kind == "instance" else solution_json_schema()
     sys.stdout.write(json.dumps(schema, indent=2) + "\n")
     return EXIT_OK
+
+
+# ------------------------------------------------------------------------------ tables
+
+
+def _cmd_tables_saturn(args: argparse.Namespace) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from schedlab.analysis import saturn_table as st
+
+    instances = (st.load_instances(args.instance) if args.instance
+                 else st.default_instances())
+    settings = st.TableSettings(time_limit_s=args.time_limit, sigma=args.sigma,
+                                seeds=tuple(range(args.seeds)))
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=Console(stderr=True),
+                        disable=args.quiet, transient=True)
+    with progress:
+        task = progress.add_task("saturn table", total=st.steps(len(instances), settings))
+
+        def step(done: str) -> None:
+            progress.update(task, advance=1, description=done)
+
+        rows = st.saturn_table(instances, settings, on_step=step)
+    _console().print(st.render(rows, settings))
+    return EXIT_FAILURE if any("violation" in row.note for row in rows) else EXIT_OK
+
+
+# ------------------------------------------------------------------- simulate, compare
+
+#: Jobs of a generated Gavel workload when --jobs is not given.
+DEFAULT_SIM_JOBS = 100
+#: Arrival rate of a generated Gavel workload when neither --jobs-per-hour nor --static is given.
+DEFAULT_JOBS_PER_HOUR = 6.0
+#: Trace file names that tell the format when --trace-format is not given.
+_TRACE_NAME_HINTS = (("cluster_job_log", "philly"), ("cluster_log", "helios"), ("pai_", "pai"))
+
+
+def _rate_list(text: str) -> list[float]:
+    """``6`` or ``2,4,6``: positive job arrival rates (jobs/hour)."""
+    rates = [_positive_float(part) for part in text.split(",") if part.strip()]
+    if not rates:
+        raise argparse.ArgumentTypeError(f"{text!r} lists no rate")
+    return list(dict.fromkeys(rates))
+
+
+def _seed_list(text: str) -> list[int]:
+    """``0,1,2`` (or a range ``0-4``): distinct integer seeds >= 0."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        first, dash, last = part.partition("-")
+        try:
+            values = (range(int(first), int(last) + 1) if dash and first
+                      else [int(part)])
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{part!r} is not a seed (an integer >= 0)") \
+                from None
+        for seed in values:
+            if seed < 0:
+                raise argparse.ArgumentTypeError(f"seed {seed} must be >= 0")
+            seeds.append(seed)
+    if not seeds:
+        raise argparse.ArgumentTypeError(f"{text!r} lists no seed")
+    return list(dict.fromkeys(seeds))
+
+
+def _name_list(text: str) -> list[str]:
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"{text!r} lists no policy")
+    return list(dict.fromkeys(names))
+
+
+def _add_simulation_commands(sub: Any, common: argparse.ArgumentParser) -> None:
+    """The ``simulate`` and ``compare`` subcommands (online policies in the simulator)."""
+    from schedlab.workloads.traces import TRACE_FORMATS
+
+    shared = _Parser(add_help=False)
+    work = shared.add_argument_group("workload")
+    work.add_argument("--workload", default="gavel", metavar="gavel|trace:FILE",
+                      help="'gavel' (Gavel-style generated jobs, default) or 'trace:FILE' "
+                      "(a Philly, Helios or PAI trace file; for PAI the job table, with "
+                      "pai_task_table.csv beside it)")
+    work.add_argument("--trace-format", choices=TRACE_FORMATS,
+                      help="format of trace:FILE (default: guessed from the file name)")
+    work.add_argument("--keep-failed", action="store_true",
+                      help="keep the trace's killed / failed jobs (default: skip them)")
+    work.add_argument("--jobs", type=_positive_int, metavar="N",
+                      help=f"jobs (gavel: default {DEFAULT_SIM_JOBS}; trace: the first N, "
+                      "default all)")
+    work.add_argument("--jobs-per-hour", type=_rate_list, metavar="R[,R...]",
+                      help="arrival rate(s), jobs/hour: Poisson arrivals for gavel (default "
+                      f"{DEFAULT_JOBS_PER_HOUR:g}); a trace's arrivals are rescaled to the "
+                      "rate (default: the trace's own timing). Several rates: one run each")
+    work.add_argument("--static", action="store_true",
+                      help="gavel: every job arrives at 0 s (instead of --jobs-per-hour)")
+    work.add_argument("--cluster", default="36:36:36", metavar="SPEC",
+                      help="GPUs: v100:p100:k80 counts (default 36:36:36) or "
+                      "type=count,... (e.g. v100=32)")
+    work.add_argument("--seeds", type=_seed_list, default=[0], metavar="S[,S...]",
+                      help="seeds, one run each (workload and policy), e.g. 0,1,2 or 0-4 "
+                      "(default: 0)")
+    work.add_argument("--round-s", type=_positive_float, metavar="S",
+                      help="round length, seconds (default: 360, Gavel's)")
+    run = shared.add_argument_group("running and output")
+    run.add_argument("--workers", type=_positive_int, default=1, metavar="W",
+                     help="simulations in parallel, in local processes (default: 1)")
+    run.add_argument("--out", metavar="FILE.csv|FILE.parquet",
+                     help="write every run's per-job table to this file (atomically)")
+    run.add_argument("--runs-dir", metavar="DIR",
+                     help="keep one result file per run here and skip runs already there "
+                     "(resume an interrupted sweep); default: a temporary folder")
+    run.add_argument("--plots", metavar="DIR",
+                     help="write jct_cdf.png (and jct_vs_load.png with several rates) here")
+    run.add_argument("--unfair-threshold", type=_positive_float, default=1.05, metavar="T",
+                     help="a job with finish-time fairness rho > T is unfair (default: 1.05)")
+
+    simulate = sub.add_parser(
+        "simulate", parents=[common, shared], help="simulate an online policy on a workload",
+        description="Replay a job stream (generated or from a trace) under one policy for "
+        "each seed (and rate) and print JCT, makespan, utilization and fairness per run. "
+        "See docs/simulate.md.")
+    simulate.add_argument("--policy", required=True, metavar="NAME",
+                          help="registered policy, e.g. fifo, srtf, tiresias, "
+                          "gavel.max_min_fairness")
+    simulate.set_defaults(handler=_cmd_simulate)
+
+    compare = sub.add_parser(
+        "compare", parents=[common, shared], help="compare policies on the same job stream",
+        description="Run several policies on the same job streams (same seeds) and print one "
+        "table of mean +- std over seeds. See docs/simulate.md.")
+    compare.add_argument("--policies", required=True, type=_name_list, metavar="A,B,...",
+                         help="registered policies, comma-separated")
+    compare.set_defaults(handler=_cmd_compare)
+
+
+def _workload_spec(args: argparse.Namespace) -> Any:
+    from schedlab.analysis.sweep import WorkloadSpec, parse_cluster_spec
+
+    cluster = tuple(parse_cluster_spec(args.cluster).items())
+    if args.workload == "gavel":
+        if args.trace_format or args.keep_failed:
+            raise InputError("--trace-format and --keep-failed need --workload trace:FILE",
+                             field="--workload")
+        return WorkloadSpec(kind="gavel", num_jobs=args.jobs or DEFAULT_SIM_JOBS,
+                            cluster=cluster)
+    kind, _, path = args.workload.partition(":")
+    if kind != "trace" or not path:
+        raise InputError(f"{args.workload!r}: expected 'gavel' or 'trace:FILE'",
+                         field="--workload")
+    fmt = args.trace_format
+    if fmt is None:
+        name = Path(path).name.lower()
+        fmt = next((f for hint, f in _TRACE_NAME_HINTS if name.startswith(hint)), None)
+        if fmt is None and Path(path).is_dir():
+            fmt = "pai"
+        if fmt is None:
+            raise InputError(f"cannot tell the format of {path!r}; add --trace-format "
+                             "philly|helios|pai", field="--trace-format")
+    if args.static:
+        raise InputError("--static applies to the gavel workload; a trace keeps its own "
+                         "arrivals (or --jobs-per-hour rescales them)", field="--static")
+    return WorkloadSpec(kind="trace", num_jobs=args.jobs, cluster=cluster, trace_path=path,
+                        trace_format=fmt, keep_failed=args.keep_failed)
+
+
+def _run_simulations(args: argparse.Namespace, policies: list[str]) -> tuple[Any, Any, Any]:
+    """Check the inputs, run every (policy, rate, seed), return (workload, results, summary)."""
+    import tempfile
+
+    from schedlab.analysis import sweep
+
+    # Cheap checks first, so a typo fails before anything runs.
+    sweep.check_policies(policies)
+    workload = _workload_spec(args)
+    if args.static and args.jobs_per_hour:
+        raise InputError("give --static or --jobs-per-hour, not both", field="--static")
+    out = Path(args.out) if args.out else None
+    if out is not None:
+        if out.is_dir():
+            raise InputError("is a directory; --out needs a file name", file=str(out),
+                             field="--out")
+        if out.suffix.lower() not in sweep.RESULT_SUFFIXES:
+            raise InputError("--out needs a .csv or .parquet file name", file=str(out),
+                             field="--out")
+        if out.suffix.lower() == ".parquet" and not sweep.has_pyarrow():
+            raise InputError("writing Parquet needs pyarrow (pip install pyarrow); or use "
+                             ".csv", file=str(out), field="--out")
+    if args.plots:
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:
+            raise InputError("plots need matplotlib (pip install matplotlib)", field="--plots")
+    loads: list[float | None]
+    if args.static:
+        loads = [None]
+    elif args.jobs_per_hour:
+        loads = list(args.jobs_per_hour)
+    else:
+        loads = [DEFAULT_JOBS_PER_HOUR] if workload.kind == "gavel" else [None]
+    # Build the first job stream here: a bad trace fails now, with its own message.
+    first = workload.build(args.seeds[0], loads[0], args.round_s)
+    log.info("workload %s: %d jobs on %d GPUs", first.name, len(first.jobs), workload.gpus)
+    specs = sweep.plan_runs(policies, loads, args.seeds, workload, round_s=args.round_s)
+
+    with tempfile.TemporaryDirectory(prefix="schedlab-runs-") as scratch:
+        folder = Path(args.runs_dir) if args.runs_dir else Path(scratch)
+        report = sweep.run_sweep(specs, folder, workers=args.workers,
+                                 progress=not args.quiet,
+                                 fmt="auto" if args.runs_dir else "csv")
+        if report.skipped:
+            log.warning("%d of %d runs were already in %s; reusing them",
+                        len(report.skipped), report.total, folder)
+        results = sweep.load_results([report.files[s.key] for s in specs])
+    summary = sweep.summarize_runs(results, unfair_threshold=args.unfair_threshold)
+    if out is not None:
+        try:
+            sweep.write_frame_atomic(results, out)
+        except OSError as exc:
+            raise InputError(f"cannot write: {exc.strerror or exc}", file=str(out),
+                             field="--out") from None
+    if args.plots:
+        _write_plots(Path(args.plots), results, summary, policies)
+    return workload, results, summary
+
+
+def _write_plots(folder: Path, results: Any, summary: Any, policies: list[str]) -> None:
+    from schedlab.analysis import plots, sweep
+
+    written = [plots.plot_jct_cdf(results, folder / "jct_cdf.png", policies=policies)]
+    if summary["jobs_per_hour"].nunique(dropna=True) > 1:
+        written.append(plots.plot_jct_vs_load(sweep.aggregate(summary),
+                                              folder / "jct_vs_load.png", policies=policies))
+    for path in written:
+        log.info("wrote %s", path)
+
+
+def _fmt_rate(value: Any, workload: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "static" if workload.kind == "gavel" else "trace"
+    return f"{value:g}"
+
+
+def _fmt_metric(value: float, scale: float, spec: str) -> str:
+    return "-" if value is None or math.isnan(value) else format(value * scale, spec)
+
+
+def _fmt_mean_std(mean: float, std: float, scale: float, spec: str, seeds: int) -> str:
+    if mean is None or math.isnan(mean):
+        return "-"
+    text = format(mean * scale, spec)
+    return f"{text} ± {format(std * scale, spec)}" if seeds > 1 else text
+
+
+def _describe_workload(workload: Any) -> str:
+    pools = ", ".join(f"{acc} x{n}" for acc, n in workload.cluster)
+    what = ("Gavel-style jobs" if workload.kind == "gavel"
+            else f"{workload.trace_format} trace {Path(workload.trace_path).name}")
+    return f"{what}; {workload.gpus} GPUs ({pools})"
+
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    from schedlab.analysis.metrics import TABLE_METRICS
+    from schedlab.analysis.sweep import aggregate
+
+    workload, _, summary = _run_simulations(args, [args.policy])
+    console = _console()
+    if args.quiet:
+        for row in aggregate(summary).to_dict("records"):
+            console.print(_quiet_line(row, workload), markup=False)
+        return EXIT_OK
+    table = Table(title=f"{args.policy} on {_describe_workload(workload)}",
+                  title_justify="left")
+    for name in ("jobs/h", "seed", "finished"):
+        table.add_column(name, justify="right")
+    for _, label, _, _ in TABLE_METRICS:
+        table.add_column(label, justify="right")
+    by_rate = aggregate(summary).to_dict("records")
+    for agg in by_rate:
+        rate = agg["jobs_per_hour"]
+        rows = summary[summary["jobs_per_hour"].isna()] if _is_nan(rate) else \
+            summary[summary["jobs_per_hour"] == rate]
+        for row in rows.to_dict("records"):
+            table.add_row(_fmt_rate(rate, workload), str(row["seed"]),
+                          f"{row['finished']:.0f}/{row['jobs']:.0f}",
+                          *[_fmt_metric(row[key], scale, spec)
+                            for key, _, scale, spec in TABLE_METRICS])
+        if agg["seeds"] > 1:
+            table.add_row(_fmt_rate(rate, workload), "mean ± std", "",
+                          *[_fmt_mean_std(agg[f"{key}_mean"], agg[f"{key}_std"], scale, spec,
+                                          agg["seeds"])
+                            for key, _, scale, spec in TABLE_METRICS], style="bold")
+    console.print(table)
+    _note_unfinished(console, summary)
+    return EXIT_OK
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from schedlab.analysis.metrics import TABLE_METRICS
+    from schedlab.analysis.sweep import aggregate
+
+    workload, _, summary = _run_simulations(args, args.policies)
+    order = {name: i for i, name in enumerate(args.policies)}
+    rows = sorted(aggregate(summary).to_dict("records"),
+                  key=lambda row: (order[row["policy"]], _rate_key(row["jobs_per_hour"])))
+    console = _console()
+    if args.quiet:
+        for row in rows:
+            console.print(_quiet_line(row, workload), markup=False)
+        return EXIT_OK
+    seeds = len(args.seeds)
+    table = Table(title=f"{', '.join(args.policies)} on {_describe_workload(workload)}; "
+                  f"{'mean ± std over ' if seeds > 1 else ''}{seeds} seed(s)",
+                  title_justify="left")
+    table.add_column("policy", no_wrap=True)
+    table.add_column("jobs/h", justify="right")
+    for _, label, _, _ in TABLE_METRICS:
+        table.add_column(label, justify="right")
+    for row in rows:
+        table.add_row(str(row["policy"]), _fmt_rate(row["jobs_per_hour"], workload),
+                      *[_fmt_mean_std(row[f"{key}_mean"], row[f"{key}_std"], scale, spec,
+                                      row["seeds"])
+                        for key, _, scale, spec in TABLE_METRICS])
+    console.print(table)
+    _note_unfinished(console, summary)
+    return EXIT_OK
+
+
+def _quiet_line(row: Any, workload: Any) -> str:
+    """``policy jobs_per_hour=6 avg_jct_h=... worst_rho=...``: means over seeds, one line."""
+    from schedlab.analysis.metrics import TABLE_METRICS
+
+    cells = []
+    for key, _, scale, spec in TABLE_METRICS:
+        name = key[:-2] + "_h" if scale != 1.0 and key.endswith("_s") else key
+        cells.append(f"{name}={_fmt_metric(row[f'{key}_mean'], scale, spec)}")
+    return (f"{row['policy']} jobs_per_hour={_fmt_rate(row['jobs_per_hour'], workload)} "
+            f"seeds={row['seeds']} {' '.join(cells)}")
+
+
+def _rate_key(value: Any) -> float:
+    return -1.0 if _is_nan(value) else float(value)
+
+
+def _is_nan(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _note_unfinished(console: Console, summary: Any) -> None:
+    short = summary[summary["finished"] < summary["jobs"]]
+    if len(short):
+        console.print(f"note: {len(short)} run(s) stopped with unfinished jobs; their JCT "
+                      "metrics cover finished jobs only")
 
 
 # -------------------------------------------------------------------------------- main

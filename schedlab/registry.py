@@ -20,6 +20,7 @@ _FORMULATION_MODULES = (
     "schedlab.formulations.gavel_hierarchical",
     "schedlab.formulations.saturn",
     "schedlab.formulations.saturn_baselines",
+    "schedlab.formulations.saturn_introspective",
 )
 
 

@@ -70,7 +70,6 @@ from schedlab.formulations.gavel import (
     GavelPolicy,
     MaxMinFairness,
     _unrunnable_reason,
-    unrunnable_jobs,
 )
 from schedlab.formulations.gavel_data import BoolArray, FloatArray, GavelData
 from schedlab.instance import Instance
@@ -85,6 +84,15 @@ IntArray = npt.NDArray[np.int64]
 _KEY_DROP_BITS = 12
 #: Stop when (upper bound - lower bound) <= this x upper bound.
 GAP_TOLERANCE = 1e-9
+#: A pair column enters when its reduced cost exceeds this x the master value.
+PRICING_TOLERANCE = 1e-10
+#: Pair columns each class may bring into the master per column-generation iteration.
+ENTERING_PER_CLASS = 2
+#: HiGHS options of the fast path's LPs (the caller's ``extra`` options win).
+HIGHS_TOLERANCES: dict[str, float] = {
+    "primal_feasibility_tolerance": 1e-9,
+    "dual_feasibility_tolerance": 1e-9,
+}
 #: Classes up to which the class LP is solved directly (no pairs); beyond, Dantzig-Wolfe.
 CLASS_LP_MAX_CLASSES = 300
 #: Pair columns up to which the class LP with every pair column is solved directly.
@@ -312,10 +320,10 @@ def classify_with_pairs(
     fair_j, ok_j, usage_j, dir_j = job_patterns(data, heterogeneity_aware)
     coef = fairness_coefficients(data)
     idx, pfair, pok = _pair_arrays(data, coef)
-    keep = pok.any(axis=1)
+    keep = np.asarray(pok.any(axis=1), dtype=bool)
     concrete_index = np.flatnonzero(keep).astype(np.int64)
     idx, pfair, pok = idx[keep], pfair[keep], pok[keep]
-    pgpus = data.pair_scale_factor[keep] if len(keep) else np.zeros(0)
+    pgpus = data.pair_scale_factor[keep] if keep.size else np.zeros(0)
     base = classify_jobs(data, heterogeneity_aware, aggregate=aggregate)
     ids = base.of_job
     for _ in range(3):
@@ -355,26 +363,25 @@ def classify_with_pairs(
 # ------------------------------------------------------------ disaggregation of pairs
 
 
-def _pair_lookup(data: GavelData) -> tuple[IntArray, int]:
-    """Sorted keys a * J + b of the listed pairs (a < b) and J, for :func:`_find_pairs`."""
+def _pair_lookup(data: GavelData) -> tuple[IntArray, IntArray, int]:
+    """(sorted keys a * J + b of the listed pairs (a < b), their pair indices, J)."""
     num_jobs = data.num_jobs
     if not data.pairs:
-        return np.zeros(0, dtype=np.int64), num_jobs
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), num_jobs
     idx = np.asarray(data.pairs, dtype=np.int64)
-    return idx[:, 0] * num_jobs + idx[:, 1], num_jobs
+    keys = idx[:, 0] * num_jobs + idx[:, 1]
+    order = np.argsort(keys, kind="stable").astype(np.int64)
+    return keys[order], order, num_jobs
 
 
-def _find_pairs(lookup: tuple[IntArray, int], a: IntArray, b: IntArray) -> IntArray:
+def _find_pairs(lookup: tuple[IntArray, IntArray, int], a: IntArray, b: IntArray) -> IntArray:
     """Index in ``data.pairs`` of each pair {a[i], b[i]} (which must be listed)."""
-    keys, num_jobs = lookup
-    lo, hi = np.minimum(a, b), np.maximum(a, b)
-    wanted = lo * num_jobs + hi
-    order = np.argsort(keys, kind="stable")
-    pos = np.searchsorted(keys[order], wanted)
-    found = order[np.minimum(pos, len(order) - 1)]
-    if len(wanted) and not np.array_equal(keys[found], wanted):
+    keys, order, num_jobs = lookup
+    wanted = np.minimum(a, b) * num_jobs + np.maximum(a, b)
+    pos = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    if len(wanted) and not np.array_equal(keys[pos], wanted):
         raise RuntimeError("disaggregation chose a pair the instance does not list")
-    return np.asarray(found, dtype=np.int64)
+    return np.asarray(order[pos], dtype=np.int64)
 
 
 def northwest_corner(rows: int, cols: int) -> tuple[IntArray, IntArray, IntArray]:
@@ -562,6 +569,19 @@ def class_lp(
     return m, (sc, sr), (pq, pk)
 
 
+def class_levels(
+    classes: JobClasses, z: FloatArray, pairs: ClassPairs | None = None,
+    y: FloatArray | None = None,
+) -> FloatArray:
+    """Normalized throughput of one job of each class under (z, y), from the arrays."""
+    level = (classes.fair * z).sum(axis=1)
+    if pairs is not None and y is not None and len(y):
+        for side, cls, rho in ((0, pairs.first, pairs.rho_first),
+                               (1, pairs.second, pairs.rho_second)):
+            np.add.at(level, cls, rho * (pairs.fair[:, :, side] * y).sum(axis=1))
+    return np.asarray(level)
+
+
 def solve_class_lp(
     classes: JobClasses,
     gpus: FloatArray,
@@ -569,23 +589,52 @@ def solve_class_lp(
     pairs: ClassPairs | None = None,
     pair_columns: tuple[IntArray, IntArray] | None = None,
 ) -> _Outcome:
-    """Build and solve :func:`class_lp` once (dual simplex unless the caller chose)."""
+    """Build and solve :func:`class_lp` (dual simplex unless the caller chose).
+
+    The solution is verified on the arrays: HiGHS judges feasibility on its scaled model, and
+    the class rows (coefficients m_c and 1/m_c side by side) can leave an unscaled fairness
+    residual near 1e-7.  When the worst class falls short of t by more than 1e-9 relative, the
+    persistent model is re-solved without scaling, and the better solution is kept; ``value``
+    is always the verified min over classes, never above what the allocation achieves.
+    """
     m, (sc, sr), (pq, pk) = class_lp(classes, gpus, pairs, pair_columns)
-    result = PersistentSolver(options.with_method("simplex")).solve(m)
-    z = np.zeros(classes.fair.shape)
+    opts = options.with_method("simplex")
+    solver = PersistentSolver(opts)
     num_pairs = pairs.num_pairs if pairs is not None else 0
-    y = np.zeros((num_pairs, len(gpus)))
-    if result.status.has_solution:
-        z[sc, sr] = _values(m.z, len(sc))
+    best: _Outcome | None = None
+    attempts = [opts]
+    if opts.solver == "highs" and "simplex_scale_strategy" not in opts.extra:
+        attempts.append(replace(opts, extra={**opts.extra, "simplex_scale_strategy": 0}))
+    for attempt in attempts:
+        result = solver.solve(m, attempt)
+        z = np.zeros(classes.fair.shape)
+        y = np.zeros((num_pairs, len(gpus)))
+        outcome = _Outcome(status=result.status, z=z, y=y, value=result.objective,
+                           bound=result.bound, columns=len(sc) + len(pq),
+                           message=result.message)
+        if not result.status.has_solution or result.objective is None:
+            return best or outcome
+        z[sc, sr] = np.clip(_values(m.z, len(sc)), 0.0, None)
         if len(pq):
-            np.add.at(y, (pq, pk), _values(m.y, len(pq)))
-    return _Outcome(
-        status=result.status, z=z, y=y, value=result.objective, bound=result.bound,
-        columns=len(sc) + len(pq), message=result.message,
-    )
+            np.add.at(y, (pq, pk), np.clip(_values(m.y, len(pq)), 0.0, None))
+        achieved = float(class_levels(classes, z, pairs, y).min())
+        outcome.value = min(result.objective, achieved)
+        if best is None or (best.value or 0.0) < outcome.value:
+            best = outcome
+        if achieved >= result.objective * (1 - 1e-9):
+            break
+        log.debug("class LP: verified %.12g < solver's %.12g; re-solving unscaled", achieved,
+                  result.objective)
+    assert best is not None
+    return best
 
 
 # ------------------------------------------------ Dantzig-Wolfe over the capacity rows
+
+
+def _past(deadline: float | None) -> bool:
+    """True once ``deadline`` (a perf_counter value) has passed."""
+    return deadline is not None and time.perf_counter() > deadline
 
 
 @dataclass(frozen=True)
@@ -753,7 +802,7 @@ def solve_capacity_master(
         iterations += 1
         if upper - lower <= GAP_TOLERANCE * max(abs(upper), 1e-12):
             break
-        if iterations >= MAX_ITERATIONS or (deadline is not None and time.perf_counter() > deadline):
+        if iterations >= MAX_ITERATIONS or _past(deadline):
             status = Status.TIME_LIMIT
             break
         add(_Column(level, use, prices))
@@ -867,11 +916,10 @@ def solve_pair_master(
         chosen_q.append(q)
         chosen_k.append(k)
 
-    batch = max(100, 2 * num_classes)
     solver = PersistentSolver(opts)
     status = Status.OPTIMAL
     iterations = 0
-    bound: float | None = None
+    bound = np.inf
     while True:
         result = solver.solve(d)
         iterations += 1
@@ -885,25 +933,70 @@ def solve_pair_master(
         pi_v = _values(d.pi, num_types)
         rc = pair_reduced_costs(pairs, lam_v, mu_v, pi_v)
         rc[added] = -np.inf
-        tol = GAP_TOLERANCE * max(abs(value), 1e-12)
-        positive = np.flatnonzero(rc.reshape(-1) > tol)
-        if len(positive) == 0:
-            bound = value
+        tol = PRICING_TOLERANCE * max(abs(value), 1e-12)
+        # the master's duals, raised to cover every column that still prices out, are feasible
+        # for the whole dual: a valid upper bound in every iteration
+        bound = min(bound, value + _repair_bound(pairs, rc, num_classes))
+        log.debug("pair master iteration %d: value %.12g, bound %.12g, %d pair columns, %.3f s",
+                  iterations, value, bound, len(chosen_q), result.solve_s)
+        if not (rc > tol).any():
             break
-        bound = value + _repair_bound(pairs, rc, num_classes)
-        if iterations >= MAX_ITERATIONS or (deadline is not None and time.perf_counter() > deadline):
+        if iterations >= MAX_ITERATIONS or _past(deadline):
             status = Status.TIME_LIMIT
             break
-        top = positive[np.argsort(-rc.reshape(-1)[positive], kind="stable")[:batch]]
-        for flat in top:
-            add(int(flat) // num_types, int(flat) % num_types)
-    cols = (np.asarray(chosen_q, dtype=np.int64), np.asarray(chosen_k, dtype=np.int64))
-    outcome = solve_class_lp(classes, gpus, opts, pairs, cols)
+        for q, k in zip(*_entering_columns(pairs, rc, tol), strict=True):
+            add(int(q), int(k))
+    gen_q = np.asarray(chosen_q, dtype=np.int64)
+    gen_k = np.asarray(chosen_k, dtype=np.int64)
+    # Complementary slackness: an optimal restricted primal uses only columns whose master row
+    # is tight at the master's optimum, so the final primal gets just those (a few per class).
+    slack = pair_row_activity(pairs, gen_q, gen_k, lam_v, mu_v, pi_v)
+    tight = slack <= 1e-7 * max(abs(value), 1e-12)
+    outcome = solve_class_lp(classes, gpus, opts, pairs, (gen_q[tight], gen_k[tight]))
+    if outcome.value is None or outcome.value < value - 1e-9 * max(abs(value), 1e-12):
+        log.debug("tight columns gave %s < %s; solving with all generated columns",
+                  outcome.value, value)
+        outcome = solve_class_lp(classes, gpus, opts, pairs, (gen_q, gen_k))
     outcome.iterations = iterations
+    outcome.columns = len(gen_q)
     outcome.bound = bound if status == Status.OPTIMAL else max(bound or 0.0, outcome.value or 0.0)
     if status != Status.OPTIMAL and outcome.status.has_solution:
         outcome.status = status
     return outcome
+
+
+def pair_row_activity(
+    pairs: ClassPairs, q: IntArray, k: IntArray, fairness_dual: FloatArray,
+    share_dual: FloatArray, prices: FloatArray,
+) -> FloatArray:
+    """Slack of the master's rows for pair columns (q, k): minus their reduced cost."""
+    f, s = pairs.first[q], pairs.second[q]
+    rc = pairs.rho_first[q] * (fairness_dual[f] * pairs.fair[q, k, 0] - share_dual[f])
+    rc += pairs.rho_second[q] * (fairness_dual[s] * pairs.fair[q, k, 1] - share_dual[s])
+    rc -= pairs.gpus[q] * prices[k]
+    return np.asarray(-rc)
+
+
+def _entering_columns(
+    pairs: ClassPairs, rc: FloatArray, tol: float, per_class: int | None = None
+) -> tuple[IntArray, IntArray]:
+    """Columns to add: for every class, the ``per_class`` best-pricing pair columns it takes
+    part in (each at its best type), so one iteration adds at most ``per_class`` x C columns
+    spread over all classes rather than the globally best ones, which crowd on a few."""
+    per_class = ENTERING_PER_CLASS if per_class is None else per_class
+    best_k = np.argmax(rc, axis=1)
+    best = rc[np.arange(len(best_k)), best_k]
+    cand = np.flatnonzero(best > tol)
+    ranked = cand[np.argsort(-best[cand], kind="stable")]
+    touched = np.concatenate([pairs.first[ranked], pairs.second[ranked]])
+    column = np.concatenate([ranked, ranked])
+    position = np.concatenate([np.arange(len(ranked)), np.arange(len(ranked))])
+    order = np.lexsort((position, touched))
+    cls = touched[order]
+    starts = np.flatnonzero(np.concatenate(([True], cls[1:] != cls[:-1])))
+    rank_in_class = np.arange(len(cls)) - np.repeat(starts, np.diff(np.append(starts, len(cls))))
+    chosen = np.unique(column[order][rank_in_class < per_class])
+    return chosen.astype(np.int64), best_k[chosen].astype(np.int64)
 
 
 def _repair_bound(pairs: ClassPairs, rc: FloatArray, num_classes: int) -> float:
@@ -922,6 +1015,26 @@ def _repair_bound(pairs: ClassPairs, rc: FloatArray, num_classes: int) -> float:
 # ---------------------------------------------------------------------- entry point
 
 
+def _tight_tolerances(options: SolverOptions) -> SolverOptions:
+    """HiGHS with feasibility tolerances 1e-9 (default 1e-7) unless the caller set them:
+    pricing compares reduced costs near 1e-10 x the objective, so the masters' duals must be
+    that accurate."""
+    if options.solver != "highs":
+        return options
+    extra = {**HIGHS_TOLERANCES, **options.extra}
+    return replace(options, extra=extra)
+
+
+def _unrunnable(data: GavelData) -> list[str]:
+    """Vectorized :func:`~schedlab.formulations.gavel.unrunnable_jobs`: jobs with no allowed
+    type and no allowed co-located pair."""
+    can_run = np.asarray(data.allowed.any(axis=1), dtype=bool)
+    if data.pairs:
+        idx = np.asarray(data.pairs, dtype=np.int64)[data.pair_allowed.any(axis=1)]
+        can_run[idx.reshape(-1)] = True
+    return [data.job_ids[j] for j in np.flatnonzero(~can_run)]
+
+
 def _with_pairs(data: GavelData, keep: IntArray) -> GavelData:
     """``data`` restricted to the pairs ``keep`` (in that order)."""
     return replace(
@@ -932,62 +1045,87 @@ def _with_pairs(data: GavelData, keep: IntArray) -> GavelData:
     )
 
 
+#: The paths of :func:`solve_max_min_fast`.
+FAST_PATHS = ("aggregated_lp", "capacity_master", "pair_column_generation")
+
+
+def choose_path(classes: JobClasses, pairs: ClassPairs | None) -> str:
+    """The path :func:`solve_max_min_fast` takes when none is forced."""
+    if pairs is None:
+        return "aggregated_lp" if classes.num_classes <= CLASS_LP_MAX_CLASSES else "capacity_master"
+    if int(pairs.ok.sum()) <= FULL_PAIR_COLUMNS_MAX:
+        return "aggregated_lp"
+    return "pair_column_generation"
+
+
 def solve_max_min_fast(
-    formulation: MaxMinFairness, instance: Instance, options: SolverOptions
+    formulation: MaxMinFairness,
+    instance: Instance,
+    options: SolverOptions,
+    *,
+    path: str | None = None,
+    aggregate: bool = True,
 ) -> Solution:
     """Solve max-min fairness exactly by the fastest applicable path.
 
-    * no co-located pairs, at most :data:`CLASS_LP_MAX_CLASSES` classes: the class LP
-      (``fast_path = "aggregated_lp"``);
-    * no pairs, more classes: Dantzig-Wolfe over the capacity rows (``"capacity_master"``);
-    * pairs, at most :data:`FULL_PAIR_COLUMNS_MAX` pair columns: the class LP with every
-      class-pair column (``"aggregated_lp"``);
-    * pairs, more: column generation over pair columns (``"pair_column_generation"``).
+    Paths (``path=None`` chooses by :func:`choose_path`):
 
-    ``metrics`` records the path, classes, columns, iterations; ``bound`` is a proven upper
-    bound (Lagrangian / dual value) and ``gap`` = (bound - objective) / objective.
+    * ``"aggregated_lp"``: the class LP with every column, solved once (no pairs and at most
+      :data:`CLASS_LP_MAX_CLASSES` classes, or at most :data:`FULL_PAIR_COLUMNS_MAX` pair
+      columns);
+    * ``"capacity_master"``: Dantzig-Wolfe over the capacity rows (no pairs, many classes);
+    * ``"pair_column_generation"``: column generation over the pair columns.
+
+    ``aggregate=False`` makes every job its own class (for tests and benchmarks).  The
+    Solution has the same form as the reference's (``finish``); ``metrics`` adds ``fast_path``,
+    ``jobs``, ``classes``, ``pair_classes``, ``columns`` (columns of the one LP, Dantzig-Wolfe
+    columns, or generated pair columns) and ``iterations``.  ``bound`` is a proven upper bound
+    (the LP's dual value, the Lagrangian bound, or the repaired master duals) and ``gap`` =
+    (bound - objective) / objective.  Timings: ``build`` = arrays and classes, ``solve`` = the
+    Pyomo models built and solved, ``extract`` = broadcast, disaggregation and ``finish``.
     """
+    if path is not None and path not in FAST_PATHS:
+        raise ValueError(f"unknown fast path {path!r} (known: {', '.join(FAST_PATHS)})")
     start = time.perf_counter()
     data, true = formulation.policy_data(instance)
     if formulation.needs_every_job:
-        stuck = unrunnable_jobs(true)
+        stuck = _unrunnable(true)
         if stuck:
             return formulation.infeasible_solution(instance, _unrunnable_reason(instance, stuck))
     if data.num_jobs == 0:
         return GavelPolicy.solve(formulation, instance, options)
     deadline = start + options.time_limit_s if options.time_limit_s is not None else None
+    options = _tight_tolerances(options)
     aware = formulation.heterogeneity_aware
     with_pairs = formulation.space_sharing and bool(data.pairs) and bool(data.pair_allowed.any())
-    metrics: dict[str, Any] = {}
+    metrics: dict[str, Any] = {"jobs": data.num_jobs}
+    pairs: ClassPairs | None = None
     if with_pairs:
-        classes, pairs = classify_with_pairs(data, aware)
-        pair_cols = int(pairs.ok.sum())
+        classes, pairs = classify_with_pairs(data, aware, aggregate=aggregate)
         metrics["pair_classes"] = pairs.num_pairs
-        metrics["pair_columns_candidate"] = pair_cols
     else:
-        classes, pairs = classify_jobs(data, aware), None
-    metrics["jobs"] = data.num_jobs
+        classes = classify_jobs(data, aware, aggregate=aggregate)
     metrics["classes"] = classes.num_classes
+    chosen = path or choose_path(classes, pairs)
     built = time.perf_counter()
-    if pairs is None:
-        if classes.num_classes <= CLASS_LP_MAX_CLASSES:
-            path = "aggregated_lp"
-            outcome = solve_class_lp(classes, data.gpus, options)
-        else:
-            path = "capacity_master"
-            outcome = solve_capacity_master(classes, data.gpus, options, deadline)
-    elif int(pairs.ok.sum()) <= FULL_PAIR_COLUMNS_MAX:
-        path = "aggregated_lp"
+    if chosen == "capacity_master":
+        if pairs is not None:
+            raise ValueError("the capacity master has no co-located pairs; use another path")
+        outcome = solve_capacity_master(classes, data.gpus, options, deadline)
+    elif chosen == "pair_column_generation":
+        if pairs is None:
+            raise ValueError("pair column generation needs co-located pairs")
+        outcome = solve_pair_master(classes, pairs, data.gpus, options, deadline)
+    elif pairs is None:
+        outcome = solve_class_lp(classes, data.gpus, options)
+    else:
         q, k = np.nonzero(pairs.ok)
         outcome = solve_class_lp(classes, data.gpus, options, pairs,
                                  (q.astype(np.int64), k.astype(np.int64)))
-    else:
-        path = "pair_column_generation"
-        outcome = solve_pair_master(classes, pairs, data.gpus, options, deadline)
     solved = time.perf_counter()
-    metrics.update(fast_path=path, iterations=outcome.iterations, columns=outcome.columns)
+    metrics.update(fast_path=chosen, iterations=outcome.iterations, columns=outcome.columns)
     log.info("max-min fairness fast path %s: %d jobs in %d classes, %d columns, %d iterations",
-             path, data.num_jobs, classes.num_classes, outcome.columns, outcome.iterations)
+             chosen, data.num_jobs, classes.num_classes, outcome.columns, outcome.iterations)
     solution = formulation.new_solution(instance, outcome.status)
     solution.solver = options.solver
     if not outcome.status.has_solution:
@@ -1007,16 +1145,12 @@ def solve_max_min_fast(
                        x, y[used])
     solution.metrics.update(metrics)
     objective = solution.objective if solution.objective is not None else 0.0
-    if outcome.status == Status.OPTIMAL:
-        # The LP value is proven optimal; the bound is the solver's (or the master's) dual value.
-        bound = outcome.bound if outcome.bound is not None else outcome.value
-        solution.bound = max(bound, objective) if bound is not None else objective
-    else:
-        solution.bound = outcome.bound
-    if solution.bound is not None and objective > 0:
-        solution.gap = max(solution.bound - objective, 0.0) / objective
-    elif solution.bound is not None:
-        solution.gap = 0.0 if solution.bound <= 0 else None
+    bound = outcome.bound if outcome.bound is not None else outcome.value
+    if bound is not None and outcome.status == Status.OPTIMAL:
+        bound = max(bound, objective)  # the LP optimum; the recomputed objective may be 1e-15 up
+    solution.bound = bound
+    if bound is not None:
+        solution.gap = max(bound - objective, 0.0) / max(abs(objective), 1e-12)
     done = time.perf_counter()
     solution.timings = Timings(build_s=built - start, solve_s=solved - built,
                                extract_s=done - solved)

@@ -52,6 +52,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from schedlab.errors import InputError
 from schedlab.instance import Instance
 from schedlab.solution import PairShare, Placement, Solution
@@ -105,6 +108,8 @@ class RoundMechanism:
         self._unit_rank = {u: r for r, u in enumerate(sorted(self.targets, key=self._unit_key))}
         self.received: dict[Unit, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.rounds_done = 0
+        #: round in which each unit joined (0 for the units of the first allocation)
+        self._born: dict[Unit, int] = dict.fromkeys(self.targets, 0)
         self._last: dict[str, Placement] = {}
         self._options = self._placeable_options()
 
@@ -141,6 +146,37 @@ class RoundMechanism:
                     options.append((unit, acc, share))
         return options
 
+    def update(
+        self,
+        instance: Instance,
+        allocation: Mapping[str, Mapping[str, float]],
+        colocated: Sequence[PairShare] = (),
+    ) -> None:
+        """Change the job set and the allocation between rounds (jobs arrive or finish).
+
+        Units still present keep their received counts c[u,k], the round they joined (so
+        their age t_u, the rounds since they joined, keeps growing) and their jobs' last
+        placements (sticky ids); new units start with c = 0 and age 0; units that left are
+        forgotten.  Priorities then use each unit's own age:
+        priority[u,k] = X[u,k] t_u / c[u,k].  Without updates every t_u equals the rounds done,
+        so the rule is unchanged.
+        """
+        self.instance = instance
+        self._jobs = {job.id: job for job in instance.jobs}
+        self._job_order = instance.job_index()
+        self._acc_order = {acc: i for i, acc in enumerate(instance.types)}
+        self.targets = _unit_targets(instance, allocation, colocated)
+        self.gang = {u: max(self._jobs[j].scale_factor for j in u) for u in self.targets}
+        self._unit_rank = {u: r for r, u in enumerate(sorted(self.targets, key=self._unit_key))}
+        self._born = {u: self._born.get(u, self.rounds_done) for u in self.targets}
+        kept: dict[Unit, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for unit in self.targets:
+            if unit in self.received:
+                kept[unit] = self.received[unit]
+        self.received = kept
+        self._last = {j: p for j, p in self._last.items() if j in self._jobs}
+        self._options = self._placeable_options()
+
     # ----------------------------------------------------------------- rounds
     def next_round(self) -> list[Placement]:
         """Decide one round: choose units by priority, then assign GPU ids; update history."""
@@ -158,9 +194,9 @@ class RoundMechanism:
 
     def _candidates(self) -> list[_Candidate]:
         """All placeable (unit, k), sorted by priority, deficit, share, job and type order."""
-        t = self.rounds_done
         out: list[_Candidate] = []
         for unit, acc, share in self._options:
+            t = self.rounds_done - self._born[unit]
             got = self.received[unit][acc]
             priority = math.inf if got == 0 else share * t / got
             deficit = share * t - got
@@ -427,3 +463,142 @@ def _moved(before: Placement, after: Placement) -> bool:
     if before.gpu_ids is None or after.gpu_ids is None:
         return False
     return set(before.gpu_ids) != set(after.gpu_ids)
+
+
+# ---------------------------------------------------------------- array form (simulator)
+
+
+def choose_by_priority(
+    target: npt.NDArray[np.float64],
+    received: npt.NDArray[np.float64],
+    age: npt.NDArray[np.float64],
+    runnable: npt.NDArray[np.bool_],
+    gang: npt.NDArray[np.int64],
+    free: Sequence[int],
+    *,
+    round_s: float,
+    rank: npt.NDArray[np.int64] | None = None,
+    members: Sequence[tuple[int, ...]] | None = None,
+    work_conserving: bool = False,
+    min_share: float = 1e-6,
+) -> list[tuple[int, int]]:
+    r"""One round of the mechanism's rule on arrays, with time in seconds (for simulators).
+
+    Units u = 0..U-1 (rows), types k = 0..K-1 (columns).  ``target`` is X[u,k];
+    ``received[u,k]`` the seconds u ran on k since it arrived and ``age[u]`` the seconds since
+    it arrived, so its received fraction is f[u,k] = received / age -- the round counts of
+    :class:`RoundMechanism` become times (c[u,k] = received / L, t_u = age / L for rounds of
+    L = ``round_s`` seconds), and the priorities, deficits and sort order are the same:
+
+    * priority[u,k] = X[u,k] age[u] / received[u,k] (+inf when nothing was received yet),
+      ties by the larger deficit X[u,k] age[u] - received[u,k], then the larger X[u,k], then
+      ``rank`` (lower first; default the row order), then the type order;
+    * X[u,k] <= ``min_share`` counts as 0 (priority 0);
+    * without ``work_conserving`` only units behind their target are candidates:
+      received < X (age + L), as in :class:`RoundMechanism`; with it every runnable (u, k)
+      is a candidate in one pass, those with X = 0 last -- Gavel's simulator, which keeps
+      GPUs busy whenever some job can use them.
+
+    Greedy in that order: u goes on k when k has ``gang[u]`` free GPUs (``free[k]`` at the
+    start) and none of its ``members`` (default: unit u is job u alone) is placed yet.
+    ``rank`` may be (U,) or (U, 2) (two tie-break columns, the first compared first).
+    Returns the chosen (u, k) in the order chosen.  :class:`PriorityCandidates` is the same
+    rule with the per-round work reduced to a few array operations.
+    """
+    num_units, num_types = target.shape
+    if num_units == 0:
+        return []
+    share = np.where(target > min_share, target, 0.0)
+    unit, acc = np.nonzero(runnable)
+    if rank is None:
+        ranks: list[npt.NDArray[np.int64]] = [unit]
+    elif rank.ndim == 1:
+        ranks = [rank[unit]]
+    else:
+        ranks = [rank[unit, 1], rank[unit, 0]]
+    candidates = PriorityCandidates(unit, acc, share[unit, acc], ranks, num_types)
+    return candidates.choose(
+        received[unit, acc], age[unit], gang.tolist(), free, round_s=round_s,
+        members=members, work_conserving=work_conserving)
+
+
+class PriorityCandidates:
+    """The (unit, type) candidates of :func:`choose_by_priority` with their static sort keys.
+
+    ``unit``, ``acc``, ``share`` (X, already 0 below the minimum share) are flat arrays over
+    the candidates; ``ranks`` are tie-break keys (least significant first, compared after
+    -share and before the type).  The static part of the order -- -X, then the ranks, then the
+    type -- is computed once here; :meth:`choose` adds the round's priorities and deficits.
+    A simulator keeps one instance while the job set and the allocation stay the same.
+    """
+
+    def __init__(
+        self,
+        unit: npt.NDArray[np.int64],
+        acc: npt.NDArray[np.int64],
+        share: npt.NDArray[np.float64],
+        ranks: Sequence[npt.NDArray[np.int64]],
+        num_types: int,
+    ) -> None:
+        self.unit = unit
+        self.acc = acc
+        self.share = share
+        self.num_types = num_types
+        static = np.lexsort((acc, *ranks, -share))
+        self.static_rank = np.empty(len(unit), dtype=np.int64)
+        self.static_rank[static] = np.arange(len(unit))
+
+    def choose(
+        self,
+        received: npt.NDArray[np.float64],
+        age: npt.NDArray[np.float64],
+        gang: list[int],
+        free: Sequence[int],
+        *,
+        round_s: float,
+        members: Sequence[tuple[int, ...]] | None = None,
+        work_conserving: bool = False,
+    ) -> list[tuple[int, int]]:
+        """Greedy choice for one round (``received``, ``age`` per candidate; ``gang`` and
+        ``members`` per unit)."""
+        if len(self.unit) == 0:
+            return []
+        share = self.share
+        weighted = share * age
+        priority = np.divide(weighted, received, out=np.zeros_like(weighted),
+                             where=received > 0)
+        priority[(received <= 0) & (share > 0)] = np.inf
+        deficit = weighted - received
+        order = np.lexsort((self.static_rank, -deficit, -priority))
+        if not work_conserving:
+            eligible = (share > 0) & (received < share * (age + round_s)
+                                      - _ELIGIBLE_EPS * round_s)
+            order = order[eligible[order]]
+        units = self.unit[order].tolist()
+        types = self.acc[order].tolist()
+        left = list(free)
+        total_left = sum(left)
+        smallest = min(gang)
+        placed = bytearray(len(gang) if members is None
+                           else 1 + max(j for m in members for j in m))
+        chosen: list[tuple[int, int]] = []
+        for u, k in zip(units, types, strict=True):
+            g = gang[u]
+            if g > left[k]:
+                continue
+            if members is None:
+                if placed[u]:
+                    continue
+                placed[u] = 1
+            else:
+                jobs = members[u]
+                if any(placed[j] for j in jobs):
+                    continue
+                for j in jobs:
+                    placed[j] = 1
+            left[k] -= g
+            total_left -= g
+            chosen.append((u, k))
+            if total_left < smallest:
+                break
+        return chosen

@@ -80,6 +80,7 @@ class ClusterState:
     active: list[JobState]  # arrived and not finished, in arrival order
     finished: list[JobState]  # in finish order
     job_set_version: int = 0  # increases whenever a job arrives or finishes
+    seed: int = 0  # the run's seed: policies that draw random numbers derive them from it
 
     @property
     def gpus(self) -> dict[str, int]:

@@ -1,0 +1,640 @@
+r"""Gavel's optimization policies as online policies: solve the LP, realise it in rounds.
+
+:class:`GavelPolicy` turns the simulator's state into the input of a Gavel formulation
+(``gavel.max_min_fairness``, ``gavel.min_makespan``, ...), solves it when the job set changed
+(Gavel's rule; or every ``resolve_every`` rounds as well), and realises the allocation X[j,k]
+round by round with the round mechanism's priority rule
+(:func:`schedlab.formulations.rounds.choose_by_priority`):
+
+.. math::
+
+    \text{priority}[j,k] = \frac{X_{jk}}{f_{jk}}, \qquad
+    f_{jk} = \frac{\text{seconds } j \text{ ran on } k \text{ since it arrived}}
+                  {\text{seconds since it arrived}}
+
+with the times read from the simulator's state (``JobState.time_on``), so priorities carry
+across re-solves: a job that was under-served before a re-solve stays first in line after it.
+Ties go to the larger deficit X age - received, then the larger X, then arrival order.  With
+``work_conserving=True`` (default, as Gavel's simulator) GPUs an allocation leaves idle go to
+the remaining runnable jobs in the same order (X = 0 last); ``False`` runs only jobs behind
+their share.
+
+Two paths compute X:
+
+* **array** (``gavel.max_min_fairness`` and ``gavel.max_min_fairness_agnostic``): the LP is
+  built from numpy arrays and solved with highspy directly, on a persistent model that only
+  changes where the job set changed (:class:`MaxMinClassLP`).  Jobs with the same scale
+  factor, weight and throughputs form a class; by symmetry an optimum exists in which they get
+  equal shares, so the LP over classes (one column per class and type, the class size m_c in
+  the rows) has the same optimum as the per-job LP (``docs/fast_paths.md`` gives the
+  argument).  A job that arrives into a known class changes two numbers of the model; HiGHS
+  re-solves from the previous basis in a fraction of a millisecond.
+* **generic** (every other Gavel formulation): an :class:`~schedlab.instance.Instance` of the
+  active jobs is built (remaining steps, ``time_in_system_s`` = now - arrival,
+  ``isolated_time_s`` = steps done / T_iso, entity = the job's ``user``) and solved with the
+  formulation's own ``solve`` -- the reference model, slow but exact.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Literal
+
+import highspy
+import numpy as np
+import numpy.typing as npt
+
+from schedlab.errors import InputError, SolverError, UnknownNameError
+from schedlab.formulations import gavel as gavel_formulations
+from schedlab.formulations.rounds import PriorityCandidates, choose_by_priority
+from schedlab.instance import Cluster, Instance, Job, Params
+from schedlab.policies.base import Policy
+from schedlab.policies.registry import register_policy
+from schedlab.policies.state import Assignment, ClusterState, JobState
+from schedlab.registry import formulations
+from schedlab.solvers import LpMethod, SolverOptions
+
+log = logging.getLogger(__name__)
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+Method = Literal["auto", "array", "generic"]
+
+#: Classes without active jobs the persistent LP keeps before it is rebuilt without them.
+_MAX_IDLE_CLASSES = 64
+
+
+# ------------------------------------------------------------------------ the array LP
+
+
+class MaxMinClassLP:
+    r"""Gavel's max-min fairness LP over job classes, kept in one persistent HiGHS model.
+
+    Class c (jobs with equal s_c, w_c and throughput row T_c) has m_c active jobs and
+    a_c = s_c / (w_c T_eq[c]), T_eq[c] = sum_k T_ck n_k / N.  Variables: t and, per class,
+    Z_ck = the class's *total* share on type k (heterogeneity-aware: one column per allowed
+    type; agnostic: one column Z_c whose time lands on the allowed types in proportion to
+    n_k, X_ck = Z_c n_k / N_c, N_c = sum of n_k over the allowed types).
+
+    .. math::
+
+        \max t \quad\text{s.t.}\quad
+        \text{fair}_c:\; a_c \sum_k T_{ck} Z_{ck} - m_c t \ge 0,\qquad
+        \text{share}_c:\; \sum_k Z_{ck} \le m_c,\qquad
+        \text{capacity}_k:\; \sum_c s_c Z_{ck} \le n_k
+
+    Each job of class c gets X_jk = Z_ck / m_c.  Only ``fair_c``'s coefficient of t and
+    ``share_c``'s bound depend on m_c, so a change of the job set changes two numbers per
+    class and the model is re-solved from its last basis.  A class with m_c = 0 is inert
+    (its Z is forced to 0 and its row holds trivially); when more than
+    :data:`_MAX_IDLE_CLASSES` classes are idle the model is rebuilt without them.
+    """
+
+    def __init__(
+        self,
+        types: list[str],
+        gpus: FloatArray,
+        *,
+        heterogeneity_aware: bool = True,
+        threads: int | None = None,
+    ) -> None:
+        self.types = types
+        self.gpus = np.asarray(gpus, dtype=float)
+        self.aware = heterogeneity_aware
+        self.threads = threads
+        self._keys: dict[tuple[float, float, bytes], int] = {}
+        self._rows: list[tuple[float, float, FloatArray]] = []  # (s, w, T) per class
+        self._reset_model()
+
+    # model --------------------------------------------------------------------------
+    def _reset_model(self) -> None:
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("presolve", "off")
+        if self.threads is not None:
+            h.setOptionValue("threads", int(self.threads))
+        inf = highspy.kHighsInf
+        h.addVar(0.0, inf)  # t
+        h.changeColCost(0, 1.0)
+        h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+        for k in range(len(self.types)):
+            h.addRow(-inf, float(self.gpus[k]), 0, np.zeros(0, np.int32), np.zeros(0))
+        self.h = h
+        self._fair_row: list[int] = []
+        self._share_row: list[int] = []
+        self._col_class: list[int] = []
+        self._col_direction: list[FloatArray] = []  # X per unit of Z, per type
+        self._scatter: tuple[IntArray, IntArray, FloatArray] | None = None
+        self._counts = np.zeros(0)
+        for c in range(len(self._rows)):
+            self._add_to_model(c)
+
+    def _add_to_model(self, c: int) -> None:
+        """Rows fair_c, share_c and the columns Z_c of class c (count 0)."""
+        h = self.h
+        inf = highspy.kHighsInf
+        scale, weight, thr = self._rows[c]
+        n = self.gpus
+        allowed = (thr > 0) & (scale <= n)
+        thr = np.where(allowed, thr, 0.0)
+        teq = float((thr * n).sum() / n.sum())
+        a = scale / (weight * teq) if teq > 0 else 0.0
+        fair = h.getNumRow()
+        h.addRow(0.0, inf, 0, np.zeros(0, np.int32), np.zeros(0))
+        share = fair + 1
+        h.addRow(-inf, 0.0, 0, np.zeros(0, np.int32), np.zeros(0))
+        self._fair_row.append(fair)
+        self._share_row.append(share)
+        num_types = len(self.types)
+        if self.aware:
+            for k in np.flatnonzero(allowed):
+                h.addCol(0.0, 0.0, inf, 3, np.array([fair, share, k], np.int32),
+                         np.array([a * thr[k], 1.0, scale]))
+                self._col_class.append(c)
+                self._col_direction.append(np.eye(num_types)[k])
+        elif allowed.any():
+            pool = float(n[allowed].sum())
+            direction = np.where(allowed, n / pool, 0.0)
+            ks = np.flatnonzero(allowed)
+            rows = np.concatenate(([fair, share], ks)).astype(np.int32)
+            values = np.concatenate(([a * float((thr * direction).sum()), 1.0],
+                                     scale * direction[ks]))
+            h.addCol(0.0, 0.0, inf, len(rows), rows, values)
+            self._col_class.append(c)
+            self._col_direction.append(direction)
+        self._counts = np.append(self._counts, 0.0)
+        self._scatter = None
+
+    def _scatter_arrays(self) -> tuple[IntArray, IntArray, FloatArray]:
+        """(class, type and X per unit of Z per type (ncols, K)) of each Z column, cached."""
+        if self._scatter is None:
+            num_types = len(self.types)
+            direction = np.asarray(self._col_direction, dtype=float).reshape(-1, num_types)
+            self._scatter = (
+                np.asarray(self._col_class, dtype=np.int64),
+                np.argmax(direction, axis=1).astype(np.int64),
+                direction,
+            )
+        return self._scatter
+
+    def class_of(self, scale: float, weight: float, throughput: FloatArray) -> int:
+        """The class id of a job (a new class is added to the model when needed)."""
+        thr = np.asarray(throughput, dtype=float)
+        key = (float(scale), float(weight), thr.tobytes())
+        c = self._keys.get(key)
+        if c is None:
+            c = len(self._rows)
+            self._keys[key] = c
+            self._rows.append((float(scale), float(weight), thr.copy()))
+            self._add_to_model(c)
+        return c
+
+    @property
+    def num_classes(self) -> int:
+        """Classes in the model (with or without active jobs)."""
+        return len(self._rows)
+
+    def compact(self, counts: IntArray) -> IntArray | None:
+        """Rebuild without idle classes when too many are idle; returns old -> new class ids
+        (-1: dropped), or None when nothing changed."""
+        idle = int((counts[: self.num_classes] == 0).sum())
+        if idle <= _MAX_IDLE_CLASSES:
+            return None
+        keep = np.flatnonzero(counts[: self.num_classes] > 0)
+        remap = np.full(self.num_classes, -1, dtype=np.int64)
+        remap[keep] = np.arange(len(keep))
+        self._rows = [self._rows[c] for c in keep]
+        self._keys = {k: int(remap[c]) for k, c in self._keys.items() if remap[c] >= 0}
+        self._reset_model()
+        return remap
+
+    # solve ----------------------------------------------------------------------------
+    def solve(self, counts: IntArray) -> tuple[float, FloatArray]:
+        """(t*, X per job of each class (C, K)) for class sizes ``counts`` (C,)."""
+        h = self.h
+        inf = highspy.kHighsInf
+        num_classes = self.num_classes
+        m = counts[:num_classes].astype(float)
+        if len(m) < num_classes:
+            m = np.concatenate([m, np.zeros(num_classes - len(m))])
+        for c in np.flatnonzero(m != self._counts).tolist():
+            h.changeCoeff(self._fair_row[c], 0, -float(m[c]))
+            h.changeRowBounds(self._share_row[c], -inf, float(m[c]))
+        self._counts = m
+        num_types = len(self.types)
+        total = np.zeros((num_classes, num_types))
+        if not m.any():
+            return 0.0, total
+        h.run()
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            log.debug("warm re-solve ended %s; solving from scratch",
+                      h.modelStatusToString(h.getModelStatus()))
+            h.clearSolver()
+            h.run()
+            status = h.getModelStatus()
+            if status != highspy.HighsModelStatus.kOptimal:
+                raise SolverError(f"HiGHS could not solve the max-min fairness LP: "
+                                  f"{h.modelStatusToString(status)}")
+        values = np.asarray(h.getSolution().col_value)
+        t = float(values[0])
+        z = np.maximum(values[1:], 0.0)
+        col_class, col_type, direction = self._scatter_arrays()
+        if self.aware:  # one column per (class, type)
+            total[col_class, col_type] = z
+        elif len(z):  # one column per class
+            total[col_class] = z[:, None] * direction
+        per_job = np.divide(total, m[:, None], out=total, where=m[:, None] > 0)
+        return t, np.minimum(per_job, 1.0)
+
+
+# ------------------------------------------------------------------------ the adapter
+
+
+class GavelPolicy(Policy):
+    """A Gavel formulation as an online policy (module docstring).
+
+    Args:
+        formulation: a registered Gavel formulation name (``schedlab formulations``).
+        resolve_every: None re-solves only when the job set changed (Gavel); N also re-solves
+            every N rounds (useful for formulations that depend on remaining work).
+        work_conserving: give GPUs the allocation leaves idle to other runnable jobs.
+        method: ``auto`` (the array LP where it exists, else the generic path), ``array``
+            (error when there is none) or ``generic`` (Instance + the formulation's solve).
+        min_share: shares X <= this count as 0 (LP noise).
+        solver, time_limit_s, threads, lp_method: solver options of the generic path
+            (``threads`` also for the array LP).
+    """
+
+    description = "Gavel formulation solved on each job-set change, realised by priorities"
+
+    def __init__(
+        self,
+        formulation: str = "gavel.max_min_fairness",
+        *,
+        resolve_every: int | None = None,
+        work_conserving: bool = True,
+        method: Method = "auto",
+        min_share: float = 1e-6,
+        solver: str = "highs",
+        time_limit_s: float | None = None,
+        threads: int | None = None,
+        lp_method: LpMethod = "auto",
+    ) -> None:
+        super().__init__()
+        entries = formulations()
+        entry = entries.get(formulation)
+        if entry is None:
+            known = ", ".join(n for n, e in entries.items()
+                              if issubclass(e.cls, gavel_formulations.GavelPolicy))
+            raise UnknownNameError(f"unknown Gavel formulation {formulation!r} (known: {known})",
+                                   field="formulation")
+        if not issubclass(entry.cls, gavel_formulations.GavelPolicy):
+            raise InputError(f"{formulation!r} is not a Gavel formulation", field="formulation")
+        if resolve_every is not None and resolve_every < 1:
+            raise InputError(f"resolve_every must be >= 1, got {resolve_every}",
+                             field="resolve_every")
+        if method not in ("auto", "array", "generic"):
+            raise InputError(f"method must be auto, array or generic, got {method!r}",
+                             field="method")
+        has_array = (issubclass(entry.cls, gavel_formulations.MaxMinFairness)
+                     and not entry.kwargs.get("space_sharing", False))
+        if method == "array" and not has_array:
+            raise InputError(f"{formulation} has no array path; use method='generic'",
+                             field="method")
+        self.name = formulation
+        self.formulation = formulation
+        self.resolve_every = resolve_every
+        self.work_conserving = work_conserving
+        self.min_share = min_share
+        self.path: Literal["array", "generic"] = (
+            "array" if has_array and method != "generic" else "generic")
+        self.heterogeneity_aware = bool(entry.kwargs.get("heterogeneity_aware", True))
+        self.options = SolverOptions(solver=solver, time_limit_s=time_limit_s, threads=threads,
+                                     lp_method=lp_method)
+        self.threads = threads
+        self.last_objective: float | None = None
+        self._cluster_key: tuple[tuple[str, int], ...] | None = None
+        self._cluster: Cluster | None = None
+
+    # set-up per cluster ------------------------------------------------------------------
+    def _setup(self, cluster: Cluster) -> None:
+        self.types = cluster.types
+        self._type_index = {k: i for i, k in enumerate(self.types)}
+        self.gpus = np.array([cluster.accelerators[k].count for k in self.types], dtype=float)
+        self._free = [int(n) for n in self.gpus]
+        self._lp: MaxMinClassLP | None = None
+        if self.path == "array":
+            self._lp = MaxMinClassLP(self.types, self.gpus,
+                                     heterogeneity_aware=self.heterogeneity_aware,
+                                     threads=self.threads)
+        size = 64
+        num_types = len(self.types)
+        self._slot_of: dict[str, int] = {}
+        self._arrival = np.zeros(size)
+        self._gang = np.zeros(size, dtype=np.int64)
+        self._runnable = np.zeros((size, num_types), dtype=bool)
+        self._received = np.zeros((size, num_types))
+        self._target = np.zeros((size, num_types))
+        self._class = np.full(size, -1, dtype=np.int64)
+        self._seen_version: int | None = None
+        self._solved_version: int | None = None
+        self._since_solve = 0
+        self._rows = np.zeros(0, dtype=np.int64)
+        self._ids: list[str] = []
+        self._ran_slots = np.zeros(0, dtype=np.int64)
+        self._ran_types = np.zeros(0, dtype=np.int64)
+        self._pairs: list[tuple[str, str, FloatArray]] = []  # (a, b, Y per type)
+        self._pair_received: dict[tuple[str, str], FloatArray] = {}
+        self._ran_pairs: list[tuple[str, str, int]] = []
+        self._last_now = 0.0
+        self._assignments: dict[tuple[str, int], Assignment] = {}
+        self._candidates: PriorityCandidates | None = None
+        self._cand_slot = np.zeros(0, dtype=np.int64)
+        self._cand_flat = np.zeros(0, dtype=np.int64)
+        self._gang_list: list[int] = []
+
+    def _grow(self, need: int) -> None:
+        size = len(self._arrival)
+        if need <= size:
+            return
+        new = max(need, 2 * size)
+        extra = new - size
+        self._arrival = np.concatenate([self._arrival, np.zeros(extra)])
+        self._gang = np.concatenate([self._gang, np.zeros(extra, dtype=np.int64)])
+        for attr in ("_runnable", "_received", "_target"):
+            old = getattr(self, attr)
+            setattr(self, attr, np.concatenate(
+                [old, np.zeros((extra, old.shape[1]), dtype=old.dtype)]))
+        self._class = np.concatenate([self._class, np.full(extra, -1, dtype=np.int64)])
+
+    # decide -------------------------------------------------------------------------------
+    def decide(self, state: ClusterState) -> list[Assignment]:
+        """Re-solve if due, then choose this round's gangs by priority."""
+        self.decisions += 1
+        if state.cluster is not self._cluster:
+            key = tuple((k, p.count) for k, p in state.cluster.accelerators.items())
+            if key != self._cluster_key:
+                self._cluster_key = key
+                self._setup(state.cluster)
+            self._cluster = state.cluster
+        if state.job_set_version != self._seen_version or len(state.active) != len(self._ids):
+            self._sync_jobs(state)
+        self._update_received(state)
+        due = (self._solved_version != self._seen_version
+               or (self.resolve_every is not None and self._since_solve >= self.resolve_every))
+        if due:
+            t0 = time.perf_counter()
+            self._solve(state)
+            self.solver_time_s += time.perf_counter() - t0
+            self.solves += 1
+            self._solved_version = self._seen_version
+            self._since_solve = 0
+        self._since_solve += 1
+        return self._choose(state)
+
+    def _sync_jobs(self, state: ClusterState) -> None:
+        """Slots for new jobs; the active rows in arrival order."""
+        slot_of = self._slot_of
+        new = [js for js in state.active if js.id not in slot_of]
+        if new:
+            self._grow(len(slot_of) + len(new))
+            for js in new:
+                slot = len(slot_of)
+                slot_of[js.id] = slot
+                self._arrival[slot] = js.arrival
+                self._gang[slot] = js.scale_factor
+                thr = np.array([js.throughput.get(k, 0.0) for k in self.types])
+                self._runnable[slot] = (thr > 0) & (js.scale_factor <= self.gpus)
+                self._received[slot] = [js.time_on.get(k, 0.0) for k in self.types]
+                if self._lp is not None:
+                    self._class[slot] = self._lp.class_of(js.scale_factor, js.weight, thr)
+        self._ids = [js.id for js in state.active]
+        self._rows = np.fromiter((slot_of[i] for i in self._ids), dtype=np.int64,
+                                 count=len(self._ids))
+        self._seen_version = state.job_set_version
+        self._candidates = None
+
+    def _update_received(self, state: ClusterState) -> None:
+        """Add last round's time to received[j,k] (solo) and to the pairs' received time.
+
+        Every job that ran last round and is still active held its GPUs for the whole round
+        (a round ends early only when all its jobs finished), so adding the elapsed time
+        keeps received[j,k] equal to ``JobState.time_on[k]`` minus the job's time in pairs
+        (the tests check this against the simulator).
+        """
+        elapsed = state.now - self._last_now
+        self._last_now = state.now
+        if len(self._ran_slots):
+            self._received[self._ran_slots, self._ran_types] += elapsed
+        for a, b, k in self._ran_pairs:
+            if a in self._slot_of and b in self._slot_of:
+                got = self._pair_received.setdefault((a, b), np.zeros(len(self.types)))
+                got[k] += elapsed
+
+    # solving ------------------------------------------------------------------------------
+    def _solve(self, state: ClusterState) -> None:
+        rows = self._rows
+        if self._lp is not None:
+            classes = self._class[rows]
+            counts = np.bincount(classes, minlength=self._lp.num_classes)
+            remap = self._lp.compact(counts)
+            if remap is not None:
+                self._class[rows] = remap[classes]
+                self._class[np.setdiff1d(np.arange(len(self._slot_of)), rows)] = -1
+                classes = self._class[rows]
+                counts = np.bincount(classes, minlength=self._lp.num_classes)
+            t, per_job = self._lp.solve(counts)
+            self.last_objective = t
+            self._target[rows] = per_job[classes]
+            self._candidates = None
+            return
+        self._candidates = None
+        instance = self.instance_from_state(state)
+        form = formulations()[self.formulation].make()
+        if not isinstance(form, gavel_formulations.GavelPolicy):  # checked in __init__
+            raise InputError(f"{self.formulation!r} is not a Gavel formulation")
+        form.num_rounds = 0  # the simulator realises the allocation, not the formulation
+        solution = form.solve(instance, self.options)
+        self._target[rows] = 0.0
+        self._pairs = []
+        if not solution.status.has_solution:
+            log.warning("%s: %s at t = %.6g s (%s); running jobs by priority 0 only",
+                        self.formulation, solution.status.value, state.now,
+                        "; ".join(solution.diagnostics) or "no diagnostics")
+            self.last_objective = None
+            return
+        self.last_objective = solution.objective
+        for job_id, shares in solution.allocation.items():
+            slot = self._slot_of[job_id]
+            for acc, share in shares.items():
+                self._target[slot, self._type_index[acc]] = share
+        for pair in solution.colocated_allocation:
+            a, b = pair.jobs
+            y = np.zeros(len(self.types))
+            y[self._type_index[pair.accelerator]] = pair.fraction
+            self._pairs.append((a, b, y))
+
+    def instance_from_state(self, state: ClusterState) -> Instance:
+        """The active jobs as an Instance (for the generic path and for tests).
+
+        Each job carries its remaining steps (``steps_done``), ``time_in_system_s`` = now -
+        arrival, ``isolated_time_s`` = steps done / T_iso (the seconds it would have needed
+        for them on its proportional share, T_iso = T_eq min(1, N / sum_j s_j)), ``entity`` =
+        its ``user``, and co-location throughputs with the other active jobs.
+        """
+        active = state.active
+        ids = {js.id for js in active}
+        counts = self.gpus if hasattr(self, "gpus") else np.array(
+            [p.count for p in state.cluster.accelerators.values()], dtype=float)
+        total_gpus = float(counts.sum())
+        total_scale = float(sum(js.scale_factor for js in active)) or 1.0
+        jobs = []
+        for js in active:
+            teq = sum(js.throughput.get(k, 0.0) * p.count
+                      for k, p in state.cluster.accelerators.items()
+                      if js.scale_factor <= p.count) / total_gpus
+            t_iso = teq * min(1.0, total_gpus / total_scale)
+            coloc = None
+            if js.colocated_throughput:
+                coloc = {o: dict(v) for o, v in js.colocated_throughput.items() if o in ids}
+            jobs.append(Job(
+                id=js.id,
+                job_type=js.job_type,
+                arrival=js.arrival,
+                weight=js.weight,
+                scale_factor=js.scale_factor,
+                total_steps=js.total_steps,
+                steps_done=min(js.steps_done, js.total_steps),
+                throughput=dict(js.throughput),
+                colocated_throughput=coloc or None,
+                entity=js.user,
+                time_in_system_s=max(state.now - js.arrival, 0.0),
+                isolated_time_s=js.steps_done / t_iso if t_iso > 0 else 0.0,
+                user=js.user,
+            ))
+        return Instance(name=f"{self.formulation}@{state.now:.6g}s", cluster=state.cluster,
+                        jobs=jobs, params=Params(round_s=state.round_s, num_rounds=0,
+                                                 now_s=state.now))
+
+    # the round -----------------------------------------------------------------------------
+    def _choose(self, state: ClusterState) -> list[Assignment]:
+        rows = self._rows
+        num_jobs = len(rows)
+        if num_jobs == 0:
+            self._ran_slots = self._ran_types = np.zeros(0, dtype=np.int64)
+            self._ran_pairs = []
+            return []
+        pair_jobs: list[tuple[str, str]] = []
+        if not self._pairs:
+            chosen = self._choose_solo(state)
+        else:
+            chosen, pair_jobs = self._choose_with_pairs(state)
+        out: list[Assignment] = []
+        ran_rows: list[int] = []
+        ran_types: list[int] = []
+        ran_pairs: list[tuple[str, str, int]] = []
+        cache = self._assignments
+        ids = self._ids
+        types = self.types
+        for u, k in chosen:
+            if u < num_jobs:
+                job_id = ids[u]
+                assignment = cache.get((job_id, k))
+                if assignment is None:
+                    assignment = cache[(job_id, k)] = Assignment(job_id, types[k])
+                out.append(assignment)
+                ran_rows.append(u)
+                ran_types.append(k)
+            else:
+                a, b = pair_jobs[u - num_jobs]
+                out.append(Assignment(a, types[k], partner=b))
+                ran_pairs.append((a, b, k))
+        self._ran_slots = rows[np.array(ran_rows, dtype=np.int64)]
+        self._ran_types = np.array(ran_types, dtype=np.int64)
+        self._ran_pairs = ran_pairs
+        return out
+
+    def _choose_solo(self, state: ClusterState) -> list[tuple[int, int]]:
+        """The mechanism over single jobs, with candidates cached between changes."""
+        if self._candidates is None:
+            rows = self._rows
+            unit, acc = np.nonzero(self._runnable[rows])
+            target = self._target[rows, :][unit, acc]
+            share = np.where(target > self.min_share, target, 0.0)
+            self._candidates = PriorityCandidates(unit, acc, share, [unit], len(self.types))
+            self._cand_slot = rows[unit]
+            self._cand_flat = self._cand_slot * len(self.types) + acc
+            self._gang_list = self._gang[rows].tolist()
+        received = self._received.reshape(-1)[self._cand_flat]
+        age = state.now - self._arrival[self._cand_slot]
+        return self._candidates.choose(received, age, self._gang_list, self._free,
+                                       round_s=state.round_s,
+                                       work_conserving=self.work_conserving)
+
+    def _choose_with_pairs(
+        self, state: ClusterState
+    ) -> tuple[list[tuple[int, int]], list[tuple[str, str]]]:
+        """The mechanism over single jobs and the co-located pairs of the allocation."""
+        rows = self._rows
+        num_jobs = len(rows)
+        age = state.now - self._arrival[rows]
+        target = self._target[rows]
+        received = self._received[rows]
+        runnable = self._runnable[rows]
+        gang = self._gang[rows]
+        pair_jobs: list[tuple[str, str]] = []
+        position = {job_id: i for i, job_id in enumerate(self._ids)}
+        extra_target: list[FloatArray] = []
+        extra_received: list[FloatArray] = []
+        extra_age: list[float] = []
+        extra_run: list[npt.NDArray[np.bool_]] = []
+        extra_gang: list[int] = []
+        ranks = [(i, -1) for i in range(num_jobs)]
+        members: list[tuple[int, ...]] = [(i,) for i in range(num_jobs)]
+        active = {js.id: js for js in state.active}
+        for a, b, y in self._pairs:
+            if a not in position or b not in position:
+                continue
+            pa, pb = sorted((position[a], position[b]))
+            ja, jb = active[a], active[b]
+            extra_target.append(y)
+            extra_received.append(self._pair_received.get((a, b), np.zeros(len(y))))
+            extra_age.append(state.now - max(ja.arrival, jb.arrival))
+            gang_ab = max(ja.scale_factor, jb.scale_factor)
+            extra_gang.append(gang_ab)
+            extra_run.append(np.array([
+                gang_ab <= self.gpus[k]
+                and (ja.colocated_throughput or {}).get(b, {}).get(acc, 0.0) > 0
+                and (jb.colocated_throughput or {}).get(a, {}).get(acc, 0.0) > 0
+                for k, acc in enumerate(self.types)]))
+            ranks.append((pa, pb))
+            members.append((pa, pb))
+            pair_jobs.append((a, b))
+        if pair_jobs:
+            target = np.vstack([target, np.array(extra_target)])
+            received = np.vstack([received, np.array(extra_received)])
+            age = np.concatenate([age, np.array(extra_age)])
+            runnable = np.vstack([runnable, np.array(extra_run)])
+            gang = np.concatenate([gang, np.array(extra_gang, dtype=np.int64)])
+        rank = np.array(ranks, dtype=np.int64)
+        chosen = choose_by_priority(
+            target, received, age, runnable, gang, self._free, round_s=state.round_s,
+            rank=rank, members=members, work_conserving=self.work_conserving,
+            min_share=self.min_share)
+        return chosen, pair_jobs
+
+
+# ------------------------------------------------------------------------ registration
+
+
+def register_gavel_policies() -> None:
+    """Register every Gavel formulation as a policy of the same name."""
+    for name, entry in formulations().items():
+        if issubclass(entry.cls, gavel_formulations.GavelPolicy):
+            register_policy(name, GavelPolicy, f"Gavel adapter: {entry.description}",
+                            formulation=name)
+
+
+register_gavel_policies()

@@ -1,0 +1,593 @@
+r"""The round-based, event-driven cluster simulator (DESIGN.md §5).
+
+The simulator owns time and state; a policy only decides; placement is its own step.  One
+call of :func:`simulate` runs one policy over one workload:
+
+.. code-block:: text
+
+    t = first arrival
+    loop:
+        admit every job with arrival <= t                       (admission)
+        no active job:  t = next arrival (idle jump), continue  (or stop when none is left)
+        plan = policy.decide(ClusterState at t)                 (decision)
+        check the plan                                          (InvalidDecisionError)
+        choose GPU ids per type                                 (placement, placement.py)
+        advance every placed job through the round [t, t + L)   (progress, exact finishes)
+        t = end of the round
+
+**Progress.**  Job j placed on type k with throughput T[j,k] (steps/s of the whole gang) for
+a round of length L starting at t pays its switch overhead o_j first when its placement
+changed (see below), then runs at T[j,k]:
+
+.. math::
+
+    \text{steps in the round} = \min\bigl(R_j,\; T_{jk} (L - o_j)\bigr), \qquad
+    \text{finish}_j = t + o_j + R_j / T_{jk} \quad\text{if } R_j \le T_{jk} (L - o_j)
+
+where R_j is the remaining steps (a shortfall below 1e-9 total_steps counts as done, so
+floating-point dust never costs a round).  A co-located pair (space sharing) holds
+max(s_a, s_b) GPUs and each job progresses at its ``colocated_throughput`` with the partner.
+
+**Decisions taken** (docs/simulator.md discusses them):
+
+* *Switch overhead.*  A job pays ``switch_overhead_s`` at the start of a round in which its
+  accelerator type or its set of GPU ids differs from the last time it ran (counted as a
+  migration).  Its first start and a resume on the same GPUs after waiting are free.  The
+  overhead is capped at the round length.  Per-job values come from the job
+  (``Job.switch_overhead_s`` / ``JobState.switch_overhead_s``); Instance jobs without one get
+  ``switch_overhead_s`` of :func:`simulate` (default 0).
+* *Mid-round finishes.*  A job that finishes inside a round records its exact finish time
+  and frees its GPUs at that instant; nothing is started on them before the next round (no
+  backfill).  When *every* job that ran in a round has finished before its end, the round ends
+  at the last finish (``end_round_early``, as Gavel's simulator does), so waiting jobs do not
+  sit behind idle GPUs; otherwise rounds last exactly L.
+* *Arrivals* inside a round are admitted at the next round start.  When no job is active the
+  clock jumps straight to the next arrival (not aligned to a round grid, as in Gavel).
+* *Preemption* is counted when a job ran in the previous round and does not run in this one
+  (before finishing).
+* *Static mode* sets every arrival to 0 s; continuous mode keeps each job's arrival.
+
+Determinism: the simulator has no randomness of its own; ``seed`` is handed to policies in
+:attr:`~schedlab.policies.state.ClusterState.seed`, so a seeded policy gives the same result
+for the same seed.  The engine writes no files; an interrupt (Ctrl-C) propagates unchanged.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Literal, NamedTuple
+
+from schedlab.errors import InputError, SchedlabError
+from schedlab.instance import Cluster, Instance
+from schedlab.policies.base import Policy
+from schedlab.policies.state import Assignment, ClusterState, JobState
+from schedlab.simulator.placement import cluster_placers, ids_mask, lowest_bits, mask_ids
+from schedlab.simulator.result import JobRecord, RoundRecord, RunRecord, SimulationResult
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["continuous", "static"]
+
+#: Remaining steps below this fraction of total_steps count as done (float dust).
+FINISH_TOLERANCE = 1e-9
+#: Default round length, s (Gavel's).
+DEFAULT_ROUND_S = 360.0
+
+
+class InvalidDecisionError(SchedlabError):
+    """A policy returned an impossible plan (a bug in the policy).  Exit code 1."""
+
+    exit_code = 1
+
+
+class SimulationStalledError(SchedlabError):
+    """Jobs wait, none can arrive any more, and the policy has placed nothing for a long time."""
+
+    exit_code = 1
+
+
+class Progress(NamedTuple):
+    """Handed to the ``progress`` callback after every round."""
+
+    round_index: int
+    now: float  # s, end of the round just simulated
+    active: int
+    finished: int
+    total: int
+
+
+# ------------------------------------------------------------------------------- workload
+
+
+def jobs_from_instance(instance: Instance, switch_overhead_s: float = 0.0) -> list[JobState]:
+    """JobStates of an Instance's jobs (``total_steps`` and ``throughput`` required).
+
+    ``user`` is the job's ``user``, else its ``entity``; ``switch_overhead_s`` is the job's
+    value, else the given default.
+    """
+    out: list[JobState] = []
+    for i, job in enumerate(instance.jobs):
+        if job.total_steps is None:
+            raise InputError("the simulator needs total_steps on every job", file=instance.name,
+                             field=f"jobs[{i}].total_steps")
+        out.append(
+            JobState(
+                id=job.id,
+                arrival=job.arrival,
+                scale_factor=job.scale_factor,
+                total_steps=job.total_steps,
+                throughput=dict(job.throughput),
+                weight=job.weight,
+                job_type=job.job_type,
+                user=job.user if job.user is not None else job.entity,
+                switch_overhead_s=(job.switch_overhead_s if job.switch_overhead_s is not None
+                                   else switch_overhead_s),
+                colocated_throughput=copy.deepcopy(job.colocated_throughput),
+                steps_done=job.steps_done,
+            )
+        )
+    return out
+
+
+def _fresh_copies(jobs: Sequence[JobState], mode: Mode) -> list[JobState]:
+    """Copies the run may change (the caller's objects stay untouched)."""
+    out = []
+    for js in jobs:
+        out.append(replace(
+            js,
+            arrival=0.0 if mode == "static" else js.arrival,
+            throughput=dict(js.throughput),
+            colocated_throughput=copy.deepcopy(js.colocated_throughput),
+            time_on=dict(js.time_on),
+        ))
+    return out
+
+
+def _validate_jobs(jobs: Sequence[JobState], cluster: Cluster, round_s: float) -> None:
+    """One clear InputError for a workload the simulator cannot run."""
+    counts = {k: p.count for k, p in cluster.accelerators.items()}
+    seen: set[str] = set()
+    for i, js in enumerate(jobs):
+        where = f"jobs[{i}]"
+        if js.id in seen:
+            raise InputError(f"duplicate job id {js.id!r}", field=f"{where}.id")
+        seen.add(js.id)
+        if not (math.isfinite(js.arrival) and js.arrival >= 0):
+            raise InputError(f"job {js.id}: arrival must be a finite number >= 0 s",
+                             field=f"{where}.arrival")
+        if not (math.isfinite(js.total_steps) and js.total_steps > 0):
+            raise InputError(f"job {js.id}: total_steps must be a finite number > 0",
+                             field=f"{where}.total_steps")
+        if not 0 <= js.steps_done < js.total_steps:
+            raise InputError(f"job {js.id}: steps_done must be in [0, total_steps)",
+                             field=f"{where}.steps_done")
+        if js.scale_factor < 1:
+            raise InputError(f"job {js.id}: scale_factor must be >= 1",
+                             field=f"{where}.scale_factor")
+        if not (math.isfinite(js.switch_overhead_s) and js.switch_overhead_s >= 0):
+            raise InputError(f"job {js.id}: switch_overhead_s must be >= 0",
+                             field=f"{where}.switch_overhead_s")
+        for acc, value in js.throughput.items():
+            if acc not in counts:
+                raise InputError(f"job {js.id}: unknown accelerator {acc!r} "
+                                 f"(cluster has {sorted(counts)})",
+                                 field=f"{where}.throughput.{acc}")
+            if not (math.isfinite(value) and value >= 0):
+                raise InputError(f"job {js.id}: throughput on {acc} must be >= 0",
+                                 field=f"{where}.throughput.{acc}")
+        if not any(v > 0 and js.scale_factor <= counts[k] for k, v in js.throughput.items()):
+            raise InputError(
+                f"job {js.id} cannot run anywhere: scale factor {js.scale_factor} with "
+                f"positive throughput on {sorted(k for k, v in js.throughput.items() if v > 0)}"
+                f" but pools {counts}", field=where)
+        if js.switch_overhead_s >= round_s:
+            log.warning("job %s: switch overhead %.6g s >= round length %.6g s; a migrating "
+                        "round makes no progress", js.id, js.switch_overhead_s, round_s)
+
+
+# ------------------------------------------------------------------------------- checking
+
+
+#: One gang of a round: (job, co-located partner or None, GPUs of the gang).
+Unit = tuple[JobState, JobState | None, int]
+
+
+def _check_decision(
+    decision: Sequence[Assignment],
+    by_id: dict[str, JobState],
+    counts: dict[str, int],
+    policy_name: str,
+    round_index: int,
+) -> dict[str, list[Unit]]:
+    """The plan's gangs per accelerator type, in plan order (pairs after single jobs).
+
+    Raises :class:`InvalidDecisionError` when the plan names an unknown or finished job, a job
+    twice, an unknown accelerator, a type where the job has no throughput, a gang larger than
+    its pool, or more GPUs of a type than exist (a co-located pair counts once, with
+    max(s_a, s_b) GPUs).  A pair is one Assignment naming ``partner``, or two mirrored ones.
+    """
+
+    def bad(reason: str) -> InvalidDecisionError:
+        return InvalidDecisionError(f"policy {policy_name!r}, round {round_index}: {reason}")
+
+    by_acc: dict[str, list[Unit]] = {}
+    used = dict.fromkeys(counts, 0)
+    named: set[str] = set()
+    pairs: list[Assignment] = []
+    for a in decision:
+        job_id = a.job
+        js = by_id.get(job_id)
+        acc = a.accelerator
+        cap = counts.get(acc)
+        if js is None or cap is None or job_id in named or js.scale_factor > cap:
+            if js is None:
+                raise bad(f"job {job_id!r} is unknown or not active (not arrived or finished)")
+            if job_id in named:
+                raise bad(f"job {job_id!r} is assigned twice")
+            if cap is None:
+                raise bad(f"job {job_id!r} on unknown accelerator {acc!r} (cluster has "
+                          f"{sorted(counts)})")
+            raise bad(f"job {job_id!r} needs {js.scale_factor} GPUs but the {acc} pool has "
+                      f"{cap}")
+        named.add(job_id)
+        if a.partner is not None:
+            pairs.append(a)
+            continue
+        if js.throughput.get(acc, 0.0) <= 0.0:
+            raise bad(f"job {job_id!r} has no throughput on {acc}")
+        used[acc] += js.scale_factor
+        group = by_acc.get(acc)
+        if group is None:
+            group = by_acc[acc] = []
+        group.append((js, None, js.scale_factor))
+    if pairs:
+        _check_pairs(decision, pairs, by_id, counts, used, by_acc, bad)
+    for acc, n in used.items():
+        if n > counts[acc]:
+            raise bad(f"{n} GPUs of {acc} assigned but the cluster has {counts[acc]}")
+    return by_acc
+
+
+def _check_pairs(
+    decision: Sequence[Assignment],
+    pairs: list[Assignment],
+    by_id: dict[str, JobState],
+    counts: dict[str, int],
+    used: dict[str, int],
+    by_acc: dict[str, list[Unit]],
+    bad: Callable[[str], InvalidDecisionError],
+) -> None:
+    """Check the co-located pairs of a plan and add them to ``by_acc`` and ``used``."""
+    by_job = {a.job: a for a in decision}
+    done: set[str] = set()
+    for a in pairs:
+        if a.job in done:
+            continue
+        partner_id = a.partner
+        assert partner_id is not None
+        other = by_job.get(partner_id)
+        if partner_id == a.job:
+            raise bad(f"job {a.job!r} is co-located with itself")
+        if other is not None and (other.partner != a.job or other.accelerator != a.accelerator):
+            raise bad(f"job {partner_id!r} is assigned twice (as {a.job!r}'s partner and on "
+                      "its own)")
+        if partner_id in done:
+            raise bad(f"job {partner_id!r} is assigned twice (in two pairs)")
+        first = by_id[a.job]
+        second = by_id.get(partner_id)
+        if second is None:
+            raise bad(f"partner {partner_id!r} of job {a.job!r} is unknown or not active")
+        acc = a.accelerator
+        for js, mate in ((first, second), (second, first)):
+            if (js.colocated_throughput or {}).get(mate.id, {}).get(acc, 0.0) <= 0.0:
+                raise bad(f"job {js.id!r} has no co-located throughput with {mate.id!r} on "
+                          f"{acc}")
+        gang = max(first.scale_factor, second.scale_factor)
+        if gang > counts[acc]:
+            raise bad(f"pair {a.job!r}+{partner_id!r} needs {gang} GPUs but the {acc} pool "
+                      f"has {counts[acc]}")
+        used[acc] += gang
+        done.update((a.job, partner_id))
+        by_acc.setdefault(acc, []).append((first, second, gang))
+    solo = {js.id for group in by_acc.values() for js, mate, _ in group if mate is None}
+    both = done & solo
+    if both:
+        raise bad(f"job {sorted(both)[0]!r} is assigned twice (solo and in a pair)")
+
+
+# ------------------------------------------------------------------------------- the loop
+
+
+def simulate(
+    jobs: Sequence[JobState] | Instance,
+    cluster: Cluster | None = None,
+    policy: Policy | None = None,
+    *,
+    round_s: float | None = None,
+    mode: Mode = "continuous",
+    seed: int = 0,
+    max_rounds: int | None = None,
+    progress: Callable[[Progress], None] | None = None,
+    switch_overhead_s: float = 0.0,
+    end_round_early: bool = True,
+    stall_rounds: int = 1000,
+) -> SimulationResult:
+    """Simulate ``policy`` on ``jobs`` (JobStates, or an Instance) over ``cluster``.
+
+    Args:
+        jobs: the workload; JobStates are copied, never changed.  An Instance supplies its
+            cluster (when ``cluster`` is None) and its ``params.round_s`` (when ``round_s`` is
+            None).
+        cluster: accelerator pools (GPUs per type, optional nodes for consolidation).
+        policy: decides every round (:class:`~schedlab.policies.base.Policy`).
+        round_s: round length L, s (default: the instance's, else 360).
+        mode: ``continuous`` (jobs arrive at their ``arrival``) or ``static`` (all at 0 s).
+        seed: handed to the policy in ``ClusterState.seed``.
+        max_rounds: stop after this many rounds (unfinished jobs keep ``finish`` None).
+        progress: called with a :class:`Progress` after every round.
+        switch_overhead_s: overhead of Instance jobs that set none, s.
+        end_round_early: end a round at the last finish when every job of the round finished
+            before its end (Gavel's behaviour); False keeps every round exactly L long.
+        stall_rounds: raise :class:`SimulationStalledError` after this many consecutive rounds
+            in which jobs wait, none can arrive any more and the policy places nothing.
+
+    Returns:
+        A :class:`~schedlab.simulator.result.SimulationResult`.
+
+    Raises:
+        InputError: a workload the simulator cannot run (a job that fits no pool, ...).
+        InvalidDecisionError: the policy returned an impossible plan (message names it).
+    """
+    if policy is None:
+        raise TypeError("simulate() needs a policy")
+    if mode not in ("continuous", "static"):
+        raise InputError(f"mode must be 'continuous' or 'static', got {mode!r}", field="mode")
+    if isinstance(jobs, Instance):
+        cluster = cluster if cluster is not None else jobs.cluster
+        round_s = round_s if round_s is not None else jobs.params.round_s
+        workload = jobs_from_instance(jobs, switch_overhead_s)
+    else:
+        workload = list(jobs)
+    if cluster is None:
+        raise InputError("simulate() needs a cluster (or an Instance that carries one)")
+    length = DEFAULT_ROUND_S if round_s is None else float(round_s)
+    if not (math.isfinite(length) and length > 0):
+        raise InputError(f"round_s must be a positive number of seconds, got {round_s!r}",
+                         field="round_s")
+    if max_rounds is not None and max_rounds < 0:
+        raise InputError(f"max_rounds must be >= 0, got {max_rounds}", field="max_rounds")
+    _validate_jobs(workload, cluster, length)
+    all_jobs = _fresh_copies(workload, mode)
+    order = sorted(range(len(all_jobs)), key=lambda i: all_jobs[i].arrival)
+    pending = [all_jobs[i] for i in order]
+    name = policy.name or type(policy).__name__
+    log.info("simulating %s: %d jobs, %s GPUs, round %.6g s, %s", name, len(pending),
+             {k: p.count for k, p in cluster.accelerators.items()}, length, mode)
+    try:
+        return _run(pending, cluster, policy, name, length, mode, seed, max_rounds, progress,
+                    end_round_early, stall_rounds)
+    except KeyboardInterrupt:
+        log.warning("simulation of %s interrupted; no result", name)
+        raise
+
+
+def _run(
+    pending: list[JobState],
+    cluster: Cluster,
+    policy: Policy,
+    name: str,
+    length: float,
+    mode: Mode,
+    seed: int,
+    max_rounds: int | None,
+    progress: Callable[[Progress], None] | None,
+    end_round_early: bool,
+    stall_rounds: int,
+) -> SimulationResult:
+    wall0 = time.perf_counter()
+    counts = {k: p.count for k, p in cluster.accelerators.items()}
+    placers = cluster_placers(cluster)
+    total = len(pending)
+    next_arrival = 0
+    active: list[JobState] = []
+    by_id: dict[str, JobState] = {}
+    finished: list[JobState] = []
+    last_mask: dict[str, int] = {}
+    overhead_paid: dict[str, float] = {}
+    rounds: list[RoundRecord] = []
+    previous: list[JobState] = []  # jobs that ran in the round just simulated
+    now = pending[0].arrival if pending else 0.0
+    round_index = 0
+    version = 0
+    idle = 0
+    decide_s = 0.0
+    stopped = "all jobs finished"
+    ftol = FINISH_TOLERANCE
+    new_run = tuple.__new__  # RunRecord without the Python-level NamedTuple constructor
+    for js in pending:  # jobs handed over mid-life keep their last placement
+        if js.last_accelerator is not None and js.last_gpu_ids is not None:
+            last_mask[js.id] = ids_mask(js.last_gpu_ids)
+
+    while True:
+        arrived = False
+        while next_arrival < total and pending[next_arrival].arrival <= now:
+            js = pending[next_arrival]
+            active.append(js)
+            by_id[js.id] = js
+            next_arrival += 1
+            arrived = True
+        if arrived:
+            version += 1
+        if not active:
+            if next_arrival >= total:
+                break
+            now = pending[next_arrival].arrival  # idle jump to the next arrival
+            previous = []
+            continue
+        if max_rounds is not None and round_index >= max_rounds:
+            stopped = "max_rounds"
+            break
+
+        state = ClusterState(now=now, round_index=round_index, round_s=length,
+                             cluster=cluster, active=list(active), finished=list(finished),
+                             job_set_version=version, seed=seed)
+        t0 = time.perf_counter()
+        decision = policy.decide(state)
+        decide_s += time.perf_counter() - t0
+        by_acc = _check_decision(decision, by_id, counts, name, round_index)
+
+        runs: list[RunRecord] = []
+        still: list[JobState] = []  # ran this round, not finished
+        done_now: list[JobState] = []
+        last_end = now
+        for acc, group in by_acc.items():
+            # placement: GPU ids per type, sticky first ----------------------------------
+            gangs = []
+            prevs = []
+            for first, second, gang in group:
+                holder = first
+                if second is not None and second.scale_factor > first.scale_factor:
+                    holder = second
+                gangs.append(gang)
+                prevs.append(last_mask.get(holder.id, 0)
+                             if holder.last_accelerator == acc else 0)
+            masks = placers[acc].place(gangs, prevs)
+
+            # progress -----------------------------------------------------------------------
+            for (first, second, gang), mask in zip(group, masks, strict=True):
+                members = (first,) if second is None else (first, second)
+                for js in members:
+                    partner = None
+                    job_mask = mask
+                    if second is None:
+                        thr = js.throughput[acc]
+                    else:
+                        mate = second if js is first else first
+                        partner = mate.id
+                        thr = (js.colocated_throughput or {})[mate.id][acc]
+                        if js.scale_factor < gang:
+                            job_mask = lowest_bits(mask, js.scale_factor)
+                    job_id = js.id
+                    last_acc = js.last_accelerator
+                    overhead = 0.0
+                    if last_acc != acc or last_mask.get(job_id, -1) != job_mask:
+                        if last_acc is not None:  # a first start is free
+                            overhead = min(js.switch_overhead_s, length)
+                            js.migrations += 1
+                            overhead_paid[job_id] = overhead_paid.get(job_id, 0.0) + overhead
+                        js.last_accelerator = acc
+                        js.last_gpu_ids = mask_ids(job_mask)
+                        last_mask[job_id] = job_mask
+                    run_s = length - overhead
+                    total_steps = js.total_steps
+                    remaining = total_steps - js.steps_done
+                    if remaining - thr * run_s <= ftol * total_steps:
+                        held = overhead + remaining / thr
+                        if held > length:
+                            held = length
+                        end = now + held
+                        js.steps_done = total_steps
+                        js.finish_time = end
+                        done_now.append(js)
+                        if end > last_end:
+                            last_end = end
+                    else:
+                        held = length
+                        end = now + length
+                        js.steps_done += thr * run_s
+                        still.append(js)
+                    time_on = js.time_on
+                    time_on[acc] = time_on.get(acc, 0.0) + held
+                    js.executed_s += held
+                    js.attained_service_s += held * js.scale_factor
+                    js.rounds_run += 1
+                    if js.start_time is None:
+                        js.start_time = now
+                    js.last_round_run = round_index
+                    runs.append(new_run(RunRecord, (job_id, acc, job_mask, partner, overhead,
+                                                    end)))
+
+        for js in previous:
+            if js.last_round_run != round_index:  # ran last round, waits now
+                js.preemptions += 1
+        if runs and not still and end_round_early:
+            end_of_round = last_end
+        else:
+            end_of_round = now + length
+        rounds.append(RoundRecord(round_index, now, end_of_round, tuple(runs)))
+        if done_now:
+            done_now.sort(key=_finish_key)
+            for js in done_now:
+                del by_id[js.id]
+            finished.extend(done_now)
+            active = [js for js in active if js.finish_time is None]
+            version += 1
+        previous = still
+
+        if runs or next_arrival < total:
+            idle = 0
+        else:
+            idle += 1
+            if idle >= stall_rounds:
+                raise SimulationStalledError(
+                    f"policy {name!r} placed no job for {idle} rounds while {len(active)} "
+                    f"job(s) wait and none can arrive any more (first waiting: "
+                    f"{active[0].id!r}); stopping at t = {now:.6g} s")
+        now = end_of_round
+        round_index += 1
+        if progress is not None:
+            progress(Progress(round_index, now, len(active), len(finished), total))
+
+    wall = time.perf_counter() - wall0
+    records = [_job_record(js, cluster, overhead_paid.get(js.id, 0.0)) for js in pending]
+    log.info("%s: %d rounds, %d/%d jobs finished, %.3f s wall (%.3f s deciding)", name,
+             round_index, len(finished), total, wall, decide_s)
+    return SimulationResult(
+        policy=name,
+        mode=mode,
+        round_s=length,
+        gpus=counts,
+        jobs=records,
+        rounds=rounds,
+        solver_time_s=float(getattr(policy, "solver_time_s", 0.0)),
+        solves=int(getattr(policy, "solves", 0)),
+        decisions=int(getattr(policy, "decisions", 0)),
+        decide_time_s=decide_s,
+        wall_s=wall,
+        end_time=now,
+        stopped=stopped,
+    )
+
+
+def _finish_key(js: JobState) -> float:
+    return js.finish_time if js.finish_time is not None else math.inf
+
+
+def _job_record(js: JobState, cluster: Cluster, overhead: float) -> JobRecord:
+    best = max((v for k, v in js.throughput.items()
+                if v > 0 and js.scale_factor <= cluster.accelerators[k].count), default=0.0)
+    return JobRecord(
+        job=js.id,
+        arrival=js.arrival,
+        start=js.start_time,
+        finish=js.finish_time,
+        scale_factor=js.scale_factor,
+        weight=js.weight,
+        job_type=js.job_type,
+        user=js.user,
+        total_steps=js.total_steps,
+        steps=js.steps_done,
+        preemptions=js.preemptions,
+        migrations=js.migrations,
+        rounds_run=js.rounds_run,
+        gpu_seconds=js.attained_service_s,
+        executed_s=js.executed_s,
+        overhead_s=overhead,
+        isolated_time_s=js.total_steps / best if best > 0 else math.inf,
+        time_on=dict(js.time_on),
+    )

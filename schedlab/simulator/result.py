@@ -1,0 +1,245 @@
+"""What a simulation produced: per-job records, per-round placements and run-level counters.
+
+The simulator computes raw records only; the metrics (JCT percentiles, finish-time fairness,
+utilization, ...) are :mod:`schedlab.analysis.metrics`' job, computed from
+:meth:`SimulationResult.to_dataframe`.  :meth:`SimulationResult.summary` gives a few plain
+aggregates for logs and benchmarks.
+
+Units: seconds, steps, GPUs; GPU-seconds = GPUs held x seconds held.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from schedlab.simulator.placement import mask_ids
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+class RunRecord(NamedTuple):
+    """One job's run within one round.
+
+    ``gpu_mask`` has bit i set when the job held GPU i of ``accelerator`` (see
+    :attr:`gpu_ids`); ``overhead_s`` is the switch overhead paid at the start of the round;
+    ``end`` the instant the job released its GPUs (its finish time when it finished in this
+    round, else the round's end), s.
+    """
+
+    job: str
+    accelerator: str
+    gpu_mask: int
+    partner: str | None
+    overhead_s: float
+    end: float
+
+    @property
+    def gpu_ids(self) -> tuple[int, ...]:
+        """GPU ids within the accelerator pool, ascending."""
+        return mask_ids(self.gpu_mask)
+
+
+@dataclass(frozen=True, slots=True)
+class RoundRecord:
+    """Round ``index`` ran from ``start`` to ``end`` (s) with the runs ``runs``."""
+
+    index: int
+    start: float
+    end: float
+    runs: tuple[RunRecord, ...]
+
+    def busy_gpu_seconds(self) -> dict[str, float]:
+        """GPU-seconds busy per type in this round (a co-located pair's GPUs count once):
+        sum over used GPUs of (last release on that GPU - round start)."""
+        last: dict[tuple[str, int], float] = {}
+        for run in self.runs:
+            for gpu in mask_ids(run.gpu_mask):
+                key = (run.accelerator, gpu)
+                last[key] = max(last.get(key, self.start), run.end)
+        out: dict[str, float] = defaultdict(float)
+        for (acc, _), end in last.items():
+            out[acc] += end - self.start
+        return dict(out)
+
+
+@dataclass
+class JobRecord:
+    """The outcome of one job.  ``finish``/``jct`` are None when the run stopped first.
+
+    ``gpu_seconds`` = sum over rounds of s_j x seconds held (overhead included);
+    ``isolated_time_s`` = total_steps / max_k T[j,k], the job's run time alone on its
+    fastest type; ``time_on[k]`` = seconds held on type k; ``overhead_s`` = switch overhead
+    paid in all; ``steps`` = steps done.
+    """
+
+    job: str
+    arrival: float
+    start: float | None
+    finish: float | None
+    scale_factor: int
+    weight: float
+    job_type: str | None
+    user: str | None
+    total_steps: float
+    steps: float
+    preemptions: int
+    migrations: int
+    rounds_run: int
+    gpu_seconds: float
+    executed_s: float
+    overhead_s: float
+    isolated_time_s: float
+    time_on: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def jct(self) -> float | None:
+        """finish - arrival, s (None when not finished)."""
+        return None if self.finish is None else self.finish - self.arrival
+
+
+@dataclass
+class SimulationResult:
+    """Records of one simulated run of ``policy`` on a workload.
+
+    ``jobs`` in arrival order; ``rounds`` in time order; ``gpus`` = n_k per type;
+    ``solver_time_s``/``solves``/``decisions`` are the policy's counters at the end;
+    ``decide_time_s`` is wall time inside ``policy.decide``; ``wall_s`` the whole run;
+    ``end_time`` the simulated time when the run stopped (s); ``stopped`` says why
+    (``"all jobs finished"`` or ``"max_rounds"``).
+    """
+
+    policy: str
+    mode: str
+    round_s: float
+    gpus: dict[str, int]
+    jobs: list[JobRecord]
+    rounds: list[RoundRecord]
+    solver_time_s: float = 0.0
+    solves: int = 0
+    decisions: int = 0
+    decide_time_s: float = 0.0
+    wall_s: float = 0.0
+    end_time: float = 0.0
+    stopped: str = "all jobs finished"
+
+    # ------------------------------------------------------------------ counters
+    @property
+    def complete(self) -> bool:
+        """True when every job finished."""
+        return all(job.finish is not None for job in self.jobs)
+
+    @property
+    def job_rounds(self) -> int:
+        """Sum over rounds of the jobs that ran in it."""
+        return sum(len(r.runs) for r in self.rounds)
+
+    def average_jct(self) -> float:
+        """Mean of finish - arrival over finished jobs, s (NaN when none finished)."""
+        jcts = [j.finish - j.arrival for j in self.jobs if j.finish is not None]
+        return sum(jcts) / len(jcts) if jcts else math.nan
+
+    def busy_gpu_seconds(self) -> dict[str, float]:
+        """GPU-seconds busy per type over the whole run."""
+        out: dict[str, float] = dict.fromkeys(self.gpus, 0.0)
+        for r in self.rounds:
+            for acc, busy in r.busy_gpu_seconds().items():
+                out[acc] += busy
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """Plain aggregates: job counts, average JCT and makespan (s), utilization in [0, 1]
+        over [first arrival, last release], preemptions, migrations, rounds, job-rounds and the
+        policy's counters.  Full metrics: :mod:`schedlab.analysis.metrics` on
+        :meth:`to_dataframe`."""
+        finished = [j for j in self.jobs if j.finish is not None]
+        first = min((j.arrival for j in self.jobs), default=0.0)
+        span = max(self.end_time - first, 0.0)
+        total_gpus = sum(self.gpus.values())
+        busy = sum(self.busy_gpu_seconds().values())
+        return {
+            "policy": self.policy,
+            "mode": self.mode,
+            "jobs": len(self.jobs),
+            "finished": len(finished),
+            "average_jct_s": self.average_jct(),
+            "makespan_s": (max(j.finish for j in finished if j.finish is not None) - first)
+            if finished else math.nan,
+            "utilization": busy / (total_gpus * span) if span > 0 and total_gpus else math.nan,
+            "preemptions": sum(j.preemptions for j in self.jobs),
+            "migrations": sum(j.migrations for j in self.jobs),
+            "rounds": len(self.rounds),
+            "job_rounds": self.job_rounds,
+            "solver_time_s": self.solver_time_s,
+            "solves": self.solves,
+            "decisions": self.decisions,
+            "decide_time_s": self.decide_time_s,
+            "wall_s": self.wall_s,
+            "stopped": self.stopped,
+        }
+
+    # ------------------------------------------------------------------ tables
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per job (arrival order) with columns ``job, arrival, start, finish, jct,
+        scale_factor, weight, job_type, user, total_steps, steps, preemptions, migrations,
+        rounds_run, gpu_seconds, executed_s, overhead_s, isolated_time_s`` and
+        ``time_on_<type>`` per accelerator type (s).  Unfinished jobs have NaN finish/jct."""
+        import pandas as pd
+
+        rows = []
+        for j in self.jobs:
+            row: dict[str, Any] = {
+                "job": j.job,
+                "arrival": j.arrival,
+                "start": math.nan if j.start is None else j.start,
+                "finish": math.nan if j.finish is None else j.finish,
+                "jct": math.nan if j.finish is None else j.finish - j.arrival,
+                "scale_factor": j.scale_factor,
+                "weight": j.weight,
+                "job_type": j.job_type,
+                "user": j.user,
+                "total_steps": j.total_steps,
+                "steps": j.steps,
+                "preemptions": j.preemptions,
+                "migrations": j.migrations,
+                "rounds_run": j.rounds_run,
+                "gpu_seconds": j.gpu_seconds,
+                "executed_s": j.executed_s,
+                "overhead_s": j.overhead_s,
+                "isolated_time_s": j.isolated_time_s,
+            }
+            for acc in self.gpus:
+                row[f"time_on_{acc}"] = j.time_on.get(acc, 0.0)
+            rows.append(row)
+        columns = [
+            "job", "arrival", "start", "finish", "jct", "scale_factor", "weight", "job_type",
+            "user", "total_steps", "steps", "preemptions", "migrations", "rounds_run",
+            "gpu_seconds", "executed_s", "overhead_s", "isolated_time_s",
+            *(f"time_on_{acc}" for acc in self.gpus),
+        ]
+        return pd.DataFrame(rows, columns=columns)
+
+    def round_dataframe(self) -> pd.DataFrame:
+        """One row per round: ``round, start, end, jobs`` (jobs that ran) and, per type,
+        ``gpus_<type>`` (GPUs assigned) and ``busy_gpu_s_<type>`` (GPU-seconds busy)."""
+        import pandas as pd
+
+        rows = []
+        for r in self.rounds:
+            row: dict[str, Any] = {"round": r.index, "start": r.start, "end": r.end,
+                                   "jobs": len(r.runs)}
+            used: dict[str, int] = dict.fromkeys(self.gpus, 0)
+            masks: dict[str, int] = dict.fromkeys(self.gpus, 0)
+            for run in r.runs:
+                masks[run.accelerator] |= run.gpu_mask
+            for acc, mask in masks.items():
+                used[acc] = mask.bit_count()
+            busy = r.busy_gpu_seconds()
+            for acc in self.gpus:
+                row[f"gpus_{acc}"] = used[acc]
+                row[f"busy_gpu_s_{acc}"] = busy.get(acc, 0.0)
+            rows.append(row)
+        return pd.DataFrame(rows)

@@ -1,0 +1,63 @@
+"""``schedlab tables saturn``: the table function and the command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from schedlab.analysis.saturn_table import (
+    NOISY_METHODS,
+    PLAN_METHODS,
+    TableSettings,
+    load_instances,
+    render,
+    saturn_table,
+    steps,
+)
+from schedlab.cli import main
+
+THREE_JOBS = Path(__file__).resolve().parents[1] / "instances" / "saturn" / "three-jobs.json"
+
+
+def test_saturn_table_rows_for_every_method() -> None:
+    settings = TableSettings(time_limit_s=5.0, seeds=(0, 1), resolve_time_limit_s=0.5)
+    instances = load_instances([THREE_JOBS])
+    seen: list[str] = []
+    rows = saturn_table(instances, settings, on_step=seen.append)
+    assert len(seen) == steps(1, settings)
+    methods = [row.method for row in rows]
+    assert methods == [label for label, _ in PLAN_METHODS] + list(NOISY_METHODS)
+    for row in rows:
+        assert row.makespan_s >= row.lower_bound_s - 1e-6, row
+        assert 0 <= row.gap < 1
+        assert "violation" not in row.note
+    by_method = {(row.method, row.noise_sigma): row for row in rows}
+    assert by_method["current practice", 0.0].reduction_vs_current == 0.0
+    assert by_method["current practice", 0.2].reduction_vs_current == 0.0
+    # hand-checked optimum of the three-job case: 180 s vs 230 s current practice
+    ti = by_method["time-indexed MILP", 0.0]
+    assert ti.makespan_s == pytest.approx(180.0) and ti.status == "optimal"
+    assert ti.reduction_vs_current == pytest.approx(1 - 180 / 230)
+    assert by_method["introspective", 0.2].seeds == 2
+    assert render(rows, settings).row_count == len(rows)
+
+
+def test_cli_tables_saturn(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["tables", "saturn", "--instance", str(THREE_JOBS), "--seeds", "1",
+                 "--time-limit", "5"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    assert "three-jobs" in out and "introspective" in out and "time-indexed MILP" in out
+
+
+def test_cli_tables_needs_a_table_name(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tables"]) == 2
+    _, err = capsys.readouterr()
+    assert err.startswith("error:") and "TABLE" in err
+
+
+def test_cli_tables_bad_instance_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["tables", "saturn", "--instance", str(tmp_path / "missing.json")]) == 2
+    _, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "missing.json" in err
