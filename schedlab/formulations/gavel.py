@@ -183,7 +183,7 @@ class GavelPolicy(Formulation):
         """Gavel policies need a throughput for every job (on at least one type)."""
         instance.require("throughput", formulation=self.name)
         if self.space_sharing and not any(job.colocated_throughput for job in instance.jobs):
-            log.warning("%s: no job has colocated_throughput; nothing to pack", self.name)
+            log.debug("%s: no job has colocated_throughput; nothing to pack", self.name)
 
     # objective ------------------------------------------------------------
     @abstractmethod

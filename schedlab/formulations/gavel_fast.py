@@ -47,8 +47,9 @@ pair variables), building and loading it dominates.  This module reaches the *sa
    is positive (lambda: fairness duals, mu: job_share duals, pi: capacity duals, rho_qc: the
    share one job of class c receives per unit of the class pair's total Y).  All candidates
    are priced at once in numpy; the master is again solved in dual form (new columns are new
-   rows, which persistent solvers add with a warm-started dual simplex).  When nothing prices
-   out, the restricted primal over the generated columns is solved once for X and Y.
+   rows, which persistent solvers add with a warm-started dual simplex; rows slack for
+   :data:`CUT_MAX_AGE` iterations are dropped).  When nothing prices out, the restricted
+   primal over the columns tight in the master is solved once for X and Y.
 
 See ``docs/fast_paths.md`` for the derivations and the choice between the paths.
 """
@@ -86,6 +87,8 @@ _KEY_DROP_BITS = 12
 GAP_TOLERANCE = 1e-9
 #: A pair column enters when its reduced cost exceeds this x the master value.
 PRICING_TOLERANCE = 1e-10
+#: Iterations a generated pair column may stay slack in the master before it is dropped.
+CUT_MAX_AGE = 3
 #: Pair columns each class may bring into the master per column-generation iteration.
 ENTERING_PER_CLASS = 2
 #: HiGHS options of the fast path's LPs (the caller's ``extra`` options win).
@@ -898,8 +901,11 @@ def solve_pair_master(
     )
     d.cuts = pyo.ConstraintList()
     added = np.zeros(pairs.ok.shape, dtype=bool)
-    chosen_q: list[int] = []
-    chosen_k: list[int] = []
+    cuts: list[Any] = []  # the master rows of the live pair columns
+    live_q: list[int] = []
+    live_k: list[int] = []
+    age = np.zeros(0, dtype=np.int64)
+    generated = 0
 
     def add(q: int, k: int) -> None:
         f, s = int(pairs.first[q]), int(pairs.second[q])
@@ -911,10 +917,11 @@ def solve_pair_master(
             variables += [mu[s], lam[s]]
         coefs.append(float(pairs.gpus[q]))
         variables.append(pi[k])
-        d.cuts.add(LinearExpression(linear_coefs=coefs, linear_vars=variables) >= 0.0)
+        cuts.append(d.cuts.add(LinearExpression(linear_coefs=coefs, linear_vars=variables)
+                               >= 0.0))
         added[q, k] = True
-        chosen_q.append(q)
-        chosen_k.append(k)
+        live_q.append(q)
+        live_k.append(k)
 
     solver = PersistentSolver(opts)
     status = Status.OPTIMAL
@@ -926,7 +933,7 @@ def solve_pair_master(
         if not result.status.has_solution or result.objective is None:
             return _Outcome(Status.ERROR, np.zeros(classes.fair.shape),
                             np.zeros((pairs.num_pairs, num_types)), None, None, iterations,
-                            len(chosen_q), result.message)
+                            generated, result.message)
         value = result.objective
         lam_v = _values(d.lam, num_classes)
         mu_v = _values(d.mu, num_classes)
@@ -937,28 +944,46 @@ def solve_pair_master(
         # the master's duals, raised to cover every column that still prices out, are feasible
         # for the whole dual: a valid upper bound in every iteration
         bound = min(bound, value + _repair_bound(pairs, rc, num_classes))
-        log.debug("pair master iteration %d: value %.12g, bound %.12g, %d pair columns, %.3f s",
-                  iterations, value, bound, len(chosen_q), result.solve_s)
+        log.debug("pair master iteration %d: value %.12g, bound %.12g, %d live pair columns, "
+                  "%.3f s", iterations, value, bound, len(live_q), result.solve_s)
         if not (rc > tol).any():
             break
         if iterations >= MAX_ITERATIONS or _past(deadline):
             status = Status.TIME_LIMIT
             break
-        for q, k in zip(*_entering_columns(pairs, rc, tol), strict=True):
+        # Drop columns whose master row has been slack for CUT_MAX_AGE iterations: their primal
+        # value is 0, so the master's optimum stays optimal without them; they may re-enter.
+        if live_q:
+            slack = pair_row_activity(pairs, np.asarray(live_q), np.asarray(live_k),
+                                      lam_v, mu_v, pi_v)
+            age = np.where(slack > 1e-6 * max(abs(value), 1e-12), age + 1, 0)
+            stale = age >= CUT_MAX_AGE
+            for i in np.flatnonzero(stale):
+                cuts[i].deactivate()
+                added[live_q[i], live_k[i]] = False
+            fresh = np.flatnonzero(~stale)
+            cuts = [cuts[i] for i in fresh]
+            live_q = [live_q[i] for i in fresh]
+            live_k = [live_k[i] for i in fresh]
+            age = age[fresh]
+        entering_q, entering_k = _entering_columns(pairs, rc, tol)
+        for q, k in zip(entering_q, entering_k, strict=True):
             add(int(q), int(k))
-    gen_q = np.asarray(chosen_q, dtype=np.int64)
-    gen_k = np.asarray(chosen_k, dtype=np.int64)
+        generated += len(entering_q)
+        age = np.concatenate([age, np.zeros(len(entering_q), dtype=np.int64)])
+    gen_q = np.asarray(live_q, dtype=np.int64)
+    gen_k = np.asarray(live_k, dtype=np.int64)
     # Complementary slackness: an optimal restricted primal uses only columns whose master row
     # is tight at the master's optimum, so the final primal gets just those (a few per class).
     slack = pair_row_activity(pairs, gen_q, gen_k, lam_v, mu_v, pi_v)
     tight = slack <= 1e-7 * max(abs(value), 1e-12)
     outcome = solve_class_lp(classes, gpus, opts, pairs, (gen_q[tight], gen_k[tight]))
     if outcome.value is None or outcome.value < value - 1e-9 * max(abs(value), 1e-12):
-        log.debug("tight columns gave %s < %s; solving with all generated columns",
+        log.debug("tight columns gave %s < %s; solving with all live columns",
                   outcome.value, value)
         outcome = solve_class_lp(classes, gpus, opts, pairs, (gen_q, gen_k))
     outcome.iterations = iterations
-    outcome.columns = len(gen_q)
+    outcome.columns = generated
     outcome.bound = bound if status == Status.OPTIMAL else max(bound or 0.0, outcome.value or 0.0)
     if status != Status.OPTIMAL and outcome.status.has_solution:
         outcome.status = status

@@ -42,7 +42,12 @@ from schedlab.solution import Solution, Status, Timings
 from schedlab.solvers import PersistentSolver, SolverOptions
 
 log = logging.getLogger(__name__)
-_TOL = 1e-7
+#: Floors are set this far (relative) below the level just reached, so that the next LP stays
+#: feasible despite the solver's primal feasibility tolerance; raised tenfold (up to
+#: ``_MAX_SLACK``) whenever an LP is declared infeasible at the edge of that tolerance.  A
+#: group is a bottleneck when its own maximum exceeds its level by at most 20 x the slack.
+_FLOOR_SLACK = 2e-7
+_MAX_SLACK = 2e-4
 
 
 class Hierarchical(GavelPolicy):
@@ -121,17 +126,33 @@ class Hierarchical(GavelPolicy):
         solver = PersistentSolver(opts)
         t1 = time.perf_counter()
         lps = 0
+        # Levels reached so far (exact); the LPs see them lowered by a small slack.
+        group_level = dict.fromkeys(range(len(groups)), 0.0)
+        job_level = dict.fromkeys(range(data.num_jobs), 0.0)
+        slack = _FLOOR_SLACK
+
+        def apply_floors() -> None:
+            for g, value in group_level.items():
+                m.floor_g[g] = value - slack * max(1.0, abs(value))
+            for j, value in job_level.items():
+                m.floor_j[j] = value - slack * max(1.0, abs(value))
 
         def maximize(expr: object) -> float:
-            nonlocal lps
+            nonlocal lps, slack
             if hasattr(m, "objective"):
                 m.del_component(m.objective)
             m.objective = pyo.Objective(expr=expr, sense=pyo.maximize)
-            result = solver.solve(m)
-            lps += 1
-            if not result.status.has_solution or result.objective is None:
-                raise SolverError(f"water-filling LP failed: {result.message}")
-            return float(result.objective)
+            while True:
+                apply_floors()
+                result = solver.solve(m)
+                lps += 1
+                if result.status.has_solution and result.objective is not None:
+                    return float(result.objective)
+                if result.status != Status.INFEASIBLE or slack >= _MAX_SLACK:
+                    raise SolverError(f"water-filling LP failed: {result.message}")
+                # Floors at the edge of the solver's tolerance: relax them a little more.
+                slack *= 10
+                log.debug("water-filling: floors relaxed to %g (relative)", slack)
 
         active = set(range(len(groups)))
         levels: list[float] = []
@@ -141,14 +162,14 @@ class Hierarchical(GavelPolicy):
             t_star = maximize(m.t)
             levels.append(t_star)
             for g in active:
-                m.floor_g[g] = float(weights[g]) * t_star * (1 - 1e-9)
+                group_level[g] = float(weights[g]) * t_star
             for g in m.G:
                 m.omega[g] = 0.0
             frozen = set()
             for g in sorted(active):
                 best = maximize(m.gval[g])
                 floor = float(weights[g]) * t_star
-                if best <= floor * (1 + _TOL) + _TOL:
+                if best <= floor * (1 + 20 * slack) + 20 * slack:
                     frozen.add(g)
             if not frozen:  # numerical safety: cannot happen in exact arithmetic
                 log.warning("water-filling: no bottleneck found at level %g; stopping", t_star)
@@ -159,7 +180,7 @@ class Hierarchical(GavelPolicy):
                 order = sorted(members, key=lambda j: (instance.jobs[j].arrival, j))
                 for j in order:
                     best = maximize(m.v[j])
-                    m.floor_j[j] = best * (1 - 1e-9)
+                    job_level[j] = best
         maximize(pyo.quicksum(m.v[j] for j in m.J))
         x, y = read_allocation(m, data)
         t2 = time.perf_counter()

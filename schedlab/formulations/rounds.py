@@ -581,6 +581,7 @@ class PriorityCandidates:
         smallest = min(gang)
         placed = bytearray(len(gang) if members is None
                            else 1 + max(j for m in members for j in m))
+        unplaced = len(gang)
         chosen: list[tuple[int, int]] = []
         for u, k in zip(units, types, strict=True):
             g = gang[u]
@@ -590,6 +591,7 @@ class PriorityCandidates:
                 if placed[u]:
                     continue
                 placed[u] = 1
+                unplaced -= 1
             else:
                 jobs = members[u]
                 if any(placed[j] for j in jobs):
@@ -599,6 +601,6 @@ class PriorityCandidates:
             left[k] -= g
             total_left -= g
             chosen.append((u, k))
-            if total_left < smallest:
+            if total_left < smallest or not unplaced:
                 break
         return chosen

@@ -51,7 +51,7 @@ from schedlab.formulations.rounds import PriorityCandidates, choose_by_priority
 from schedlab.instance import Cluster, Instance, Job, Params
 from schedlab.policies.base import Policy
 from schedlab.policies.registry import register_policy
-from schedlab.policies.state import Assignment, ClusterState, JobState
+from schedlab.policies.state import Assignment, ClusterState
 from schedlab.registry import formulations
 from schedlab.solvers import LpMethod, SolverOptions
 
@@ -349,7 +349,8 @@ class GavelPolicy(Policy):
         self._pair_received: dict[tuple[str, str], FloatArray] = {}
         self._ran_pairs: list[tuple[str, str, int]] = []
         self._last_now = 0.0
-        self._assignments: dict[tuple[str, int], Assignment] = {}
+        self._assignments: dict[str, list[Assignment]] = {}  # per job, one per type
+        self._assignment_rows: list[list[Assignment]] = []
         self._candidates: PriorityCandidates | None = None
         self._cand_slot = np.zeros(0, dtype=np.int64)
         self._cand_flat = np.zeros(0, dtype=np.int64)
@@ -373,9 +374,9 @@ class GavelPolicy(Policy):
     def decide(self, state: ClusterState) -> list[Assignment]:
         """Re-solve if due, then choose this round's gangs by priority."""
         self.decisions += 1
-        if state.cluster is not self._cluster:
+        if state.cluster is not self._cluster or state.round_index == 0:
             key = tuple((k, p.count) for k, p in state.cluster.accelerators.items())
-            if key != self._cluster_key:
+            if key != self._cluster_key or state.round_index == 0:  # new cluster or new run
                 self._cluster_key = key
                 self._setup(state.cluster)
             self._cluster = state.cluster
@@ -408,11 +409,12 @@ class GavelPolicy(Policy):
                 thr = np.array([js.throughput.get(k, 0.0) for k in self.types])
                 self._runnable[slot] = (thr > 0) & (js.scale_factor <= self.gpus)
                 self._received[slot] = [js.time_on.get(k, 0.0) for k in self.types]
+                self._assignments[js.id] = [Assignment(js.id, k) for k in self.types]
                 if self._lp is not None:
                     self._class[slot] = self._lp.class_of(js.scale_factor, js.weight, thr)
         self._ids = [js.id for js in state.active]
-        self._rows = np.fromiter((slot_of[i] for i in self._ids), dtype=np.int64,
-                                 count=len(self._ids))
+        self._rows = np.array([slot_of[i] for i in self._ids], dtype=np.int64)
+        self._assignment_rows = [self._assignments[i] for i in self._ids]
         self._seen_version = state.job_set_version
         self._candidates = None
 
@@ -456,7 +458,11 @@ class GavelPolicy(Policy):
         if not isinstance(form, gavel_formulations.GavelPolicy):  # checked in __init__
             raise InputError(f"{self.formulation!r} is not a Gavel formulation")
         form.num_rounds = 0  # the simulator realises the allocation, not the formulation
-        solution = form.solve(instance, self.options)
+        try:
+            solution = form.solve(instance, self.options)
+        except SolverError as exc:
+            raise SolverError(f"policy {self.formulation}: solving {len(instance.jobs)} active "
+                              f"jobs at t = {state.now:.6g} s failed: {exc}") from exc
         self._target[rows] = 0.0
         self._pairs = []
         if not solution.status.has_solution:
@@ -518,6 +524,22 @@ class GavelPolicy(Policy):
                         jobs=jobs, params=Params(round_s=state.round_s, num_rounds=0,
                                                  now_s=state.now))
 
+    # inspection ----------------------------------------------------------------------------
+    def allocation(self) -> dict[str, dict[str, float]]:
+        """X[j,k] of the active jobs as last solved: {job: {type: share}} (shares <= min_share
+        left out)."""
+        out: dict[str, dict[str, float]] = {}
+        for job_id, slot in zip(self._ids, self._rows.tolist(), strict=True):
+            out[job_id] = {k: float(x) for k, x in zip(self.types, self._target[slot],
+                                                        strict=True) if x > self.min_share}
+        return out
+
+    def received_time(self) -> dict[str, dict[str, float]]:
+        """Seconds each active job ran on each type outside co-located pairs (the f[j,k] of
+        the priorities times the job's age), as of the last decision."""
+        return {job_id: dict(zip(self.types, map(float, self._received[slot]), strict=True))
+                for job_id, slot in zip(self._ids, self._rows.tolist(), strict=True)}
+
     # the round -----------------------------------------------------------------------------
     def _choose(self, state: ClusterState) -> list[Assignment]:
         rows = self._rows
@@ -531,28 +553,24 @@ class GavelPolicy(Policy):
             chosen = self._choose_solo(state)
         else:
             chosen, pair_jobs = self._choose_with_pairs(state)
-        out: list[Assignment] = []
-        ran_rows: list[int] = []
-        ran_types: list[int] = []
+        table = self._assignment_rows  # Assignment(job, type) per active job and type
         ran_pairs: list[tuple[str, str, int]] = []
-        cache = self._assignments
-        ids = self._ids
-        types = self.types
-        for u, k in chosen:
-            if u < num_jobs:
-                job_id = ids[u]
-                assignment = cache.get((job_id, k))
-                if assignment is None:
-                    assignment = cache[(job_id, k)] = Assignment(job_id, types[k])
-                out.append(assignment)
-                ran_rows.append(u)
-                ran_types.append(k)
-            else:
-                a, b = pair_jobs[u - num_jobs]
-                out.append(Assignment(a, types[k], partner=b))
-                ran_pairs.append((a, b, k))
-        self._ran_slots = rows[np.array(ran_rows, dtype=np.int64)]
-        self._ran_types = np.array(ran_types, dtype=np.int64)
+        if not pair_jobs:
+            out = [table[u][k] for u, k in chosen]
+            solo = chosen
+        else:
+            out = []
+            solo = []
+            for u, k in chosen:
+                if u < num_jobs:
+                    out.append(table[u][k])
+                    solo.append((u, k))
+                else:
+                    a, b = pair_jobs[u - num_jobs]
+                    out.append(Assignment(a, self.types[k], partner=b))
+                    ran_pairs.append((a, b, k))
+        self._ran_slots = rows[[u for u, _ in solo]]
+        self._ran_types = np.array([k for _, k in solo], dtype=np.int64)
         self._ran_pairs = ran_pairs
         return out
 

@@ -193,17 +193,26 @@ def _validate_jobs(jobs: Sequence[JobState], cluster: Cluster, round_s: float) -
 # ------------------------------------------------------------------------------- checking
 
 
-#: One gang of a round: (job, co-located partner or None, GPUs of the gang).
-Unit = tuple[JobState, JobState | None, int]
+#: One gang of a round: (job, its throughput there in steps/s, co-located partner or None).
+Unit = tuple[JobState, float, JobState | None]
+
+
+class _TypePlan(NamedTuple):
+    """The gangs a plan puts on one accelerator type, with what placement needs."""
+
+    units: list[Unit]
+    gangs: list[int]  # GPUs of each gang
+    previous: list[int]  # GPU mask the gang's holder had there the last time it ran (0: none)
 
 
 def _check_decision(
     decision: Sequence[Assignment],
     by_id: dict[str, JobState],
     counts: dict[str, int],
+    last_mask: dict[str, int],
     policy_name: str,
     round_index: int,
-) -> dict[str, list[Unit]]:
+) -> dict[str, _TypePlan]:
     """The plan's gangs per accelerator type, in plan order (pairs after single jobs).
 
     Raises :class:`InvalidDecisionError` when the plan names an unknown or finished job, a job
@@ -215,42 +224,50 @@ def _check_decision(
     def bad(reason: str) -> InvalidDecisionError:
         return InvalidDecisionError(f"policy {policy_name!r}, round {round_index}: {reason}")
 
-    by_acc: dict[str, list[Unit]] = {}
+    plans = {acc: _TypePlan([], [], []) for acc in counts}
     used = dict.fromkeys(counts, 0)
-    named: set[str] = set()
+    named = {a.job for a in decision}
+    if len(named) != len(decision):
+        seen: set[str] = set()
+        for a in decision:
+            if a.job in seen:
+                raise bad(f"job {a.job!r} is assigned twice")
+            seen.add(a.job)
     pairs: list[Assignment] = []
     for a in decision:
         job_id = a.job
-        js = by_id.get(job_id)
         acc = a.accelerator
-        cap = counts.get(acc)
-        if js is None or cap is None or job_id in named or js.scale_factor > cap:
-            if js is None:
-                raise bad(f"job {job_id!r} is unknown or not active (not arrived or finished)")
-            if job_id in named:
-                raise bad(f"job {job_id!r} is assigned twice")
-            if cap is None:
+        try:
+            js = by_id[job_id]
+            cap = counts[acc]
+            thr = js.throughput[acc] if a.partner is None else 1.0
+        except KeyError:
+            thr = 0.0
+            if job_id not in by_id:
+                raise bad(f"job {job_id!r} is unknown or not active (not arrived or finished)"
+                          ) from None
+            if acc not in counts:
                 raise bad(f"job {job_id!r} on unknown accelerator {acc!r} (cluster has "
-                          f"{sorted(counts)})")
-            raise bad(f"job {job_id!r} needs {js.scale_factor} GPUs but the {acc} pool has "
-                      f"{cap}")
-        named.add(job_id)
+                          f"{sorted(counts)})") from None
+        scale = js.scale_factor
+        if scale > cap:
+            raise bad(f"job {job_id!r} needs {scale} GPUs but the {acc} pool has {cap}")
         if a.partner is not None:
             pairs.append(a)
             continue
-        if js.throughput.get(acc, 0.0) <= 0.0:
+        if thr <= 0.0:
             raise bad(f"job {job_id!r} has no throughput on {acc}")
-        used[acc] += js.scale_factor
-        group = by_acc.get(acc)
-        if group is None:
-            group = by_acc[acc] = []
-        group.append((js, None, js.scale_factor))
+        used[acc] += scale
+        plan = plans[acc]
+        plan.units.append((js, thr, None))
+        plan.gangs.append(scale)
+        plan.previous.append(last_mask[job_id] if js.last_accelerator == acc else 0)
     if pairs:
-        _check_pairs(decision, pairs, by_id, counts, used, by_acc, bad)
+        _check_pairs(decision, pairs, by_id, counts, used, last_mask, plans, bad)
     for acc, n in used.items():
         if n > counts[acc]:
             raise bad(f"{n} GPUs of {acc} assigned but the cluster has {counts[acc]}")
-    return by_acc
+    return plans
 
 
 def _check_pairs(
@@ -259,10 +276,11 @@ def _check_pairs(
     by_id: dict[str, JobState],
     counts: dict[str, int],
     used: dict[str, int],
-    by_acc: dict[str, list[Unit]],
+    last_mask: dict[str, int],
+    plans: dict[str, _TypePlan],
     bad: Callable[[str], InvalidDecisionError],
 ) -> None:
-    """Check the co-located pairs of a plan and add them to ``by_acc`` and ``used``."""
+    """Check the co-located pairs of a plan and add them to ``plans`` and ``used``."""
     by_job = {a.job: a for a in decision}
     done: set[str] = set()
     for a in pairs:
@@ -283,8 +301,10 @@ def _check_pairs(
         if second is None:
             raise bad(f"partner {partner_id!r} of job {a.job!r} is unknown or not active")
         acc = a.accelerator
+        thr: list[float] = []
         for js, mate in ((first, second), (second, first)):
-            if (js.colocated_throughput or {}).get(mate.id, {}).get(acc, 0.0) <= 0.0:
+            thr.append((js.colocated_throughput or {}).get(mate.id, {}).get(acc, 0.0))
+            if thr[-1] <= 0.0:
                 raise bad(f"job {js.id!r} has no co-located throughput with {mate.id!r} on "
                           f"{acc}")
         gang = max(first.scale_factor, second.scale_factor)
@@ -293,8 +313,12 @@ def _check_pairs(
                       f"has {counts[acc]}")
         used[acc] += gang
         done.update((a.job, partner_id))
-        by_acc.setdefault(acc, []).append((first, second, gang))
-    solo = {js.id for group in by_acc.values() for js, mate, _ in group if mate is None}
+        holder = second if second.scale_factor > first.scale_factor else first
+        plan = plans[acc]
+        plan.units.append((first, thr[0], second))
+        plan.gangs.append(gang)
+        plan.previous.append(last_mask[holder.id] if holder.last_accelerator == acc else 0)
+    solo = {js.id for plan in plans.values() for js, _, mate in plan.units if mate is None}
     both = done & solo
     if both:
         raise bad(f"job {sorted(both)[0]!r} is assigned twice (solo and in a pair)")
@@ -390,6 +414,7 @@ def _run(
     stall_rounds: int,
 ) -> SimulationResult:
     wall0 = time.perf_counter()
+    counters0 = _counters(policy)
     counts = {k: p.count for k, p in cluster.accelerators.items()}
     placers = cluster_placers(cluster)
     total = len(pending)
@@ -410,8 +435,8 @@ def _run(
     ftol = FINISH_TOLERANCE
     new_run = tuple.__new__  # RunRecord without the Python-level NamedTuple constructor
     for js in pending:  # jobs handed over mid-life keep their last placement
-        if js.last_accelerator is not None and js.last_gpu_ids is not None:
-            last_mask[js.id] = ids_mask(js.last_gpu_ids)
+        last_mask[js.id] = ids_mask(js.last_gpu_ids or ())
+        js.time_on = {**dict.fromkeys(counts, 0.0), **js.time_on}
 
     while True:
         arrived = False
@@ -439,78 +464,60 @@ def _run(
         t0 = time.perf_counter()
         decision = policy.decide(state)
         decide_s += time.perf_counter() - t0
-        by_acc = _check_decision(decision, by_id, counts, name, round_index)
+        plans = _check_decision(decision, by_id, counts, last_mask, name, round_index)
 
         runs: list[RunRecord] = []
         still: list[JobState] = []  # ran this round, not finished
         done_now: list[JobState] = []
         last_end = now
-        for acc, group in by_acc.items():
-            # placement: GPU ids per type, sticky first ----------------------------------
-            gangs = []
-            prevs = []
-            for first, second, gang in group:
-                holder = first
-                if second is not None and second.scale_factor > first.scale_factor:
-                    holder = second
-                gangs.append(gang)
-                prevs.append(last_mask.get(holder.id, 0)
-                             if holder.last_accelerator == acc else 0)
-            masks = placers[acc].place(gangs, prevs)
-
-            # progress -----------------------------------------------------------------------
-            for (first, second, gang), mask in zip(group, masks, strict=True):
-                members = (first,) if second is None else (first, second)
-                for js in members:
-                    partner = None
-                    job_mask = mask
-                    if second is None:
-                        thr = js.throughput[acc]
-                    else:
-                        mate = second if js is first else first
-                        partner = mate.id
-                        thr = (js.colocated_throughput or {})[mate.id][acc]
-                        if js.scale_factor < gang:
-                            job_mask = lowest_bits(mask, js.scale_factor)
-                    job_id = js.id
-                    last_acc = js.last_accelerator
-                    overhead = 0.0
-                    if last_acc != acc or last_mask.get(job_id, -1) != job_mask:
-                        if last_acc is not None:  # a first start is free
-                            overhead = min(js.switch_overhead_s, length)
-                            js.migrations += 1
-                            overhead_paid[job_id] = overhead_paid.get(job_id, 0.0) + overhead
-                        js.last_accelerator = acc
-                        js.last_gpu_ids = mask_ids(job_mask)
-                        last_mask[job_id] = job_mask
-                    run_s = length - overhead
-                    total_steps = js.total_steps
-                    remaining = total_steps - js.steps_done
-                    if remaining - thr * run_s <= ftol * total_steps:
-                        held = overhead + remaining / thr
-                        if held > length:
-                            held = length
-                        end = now + held
-                        js.steps_done = total_steps
-                        js.finish_time = end
-                        done_now.append(js)
-                        if end > last_end:
-                            last_end = end
-                    else:
+        for acc, plan in plans.items():
+            if not plan.units:
+                continue
+            # placement: GPU ids per type, sticky first
+            masks = placers[acc].place(plan.gangs, plan.previous)
+            units: list[Unit] = plan.units
+            if any(mate is not None for _, _, mate in units):
+                units, masks = _pair_members(units, masks, plan.gangs, acc)
+            # progress
+            for (js, thr, mate), job_mask in zip(units, masks, strict=True):
+                partner = None if mate is None else mate.id
+                job_id = js.id
+                last_acc = js.last_accelerator
+                overhead = 0.0
+                if last_acc != acc or last_mask[job_id] != job_mask:
+                    if last_acc is not None:  # a first start is free
+                        overhead = min(js.switch_overhead_s, length)
+                        js.migrations += 1
+                        overhead_paid[job_id] = overhead_paid.get(job_id, 0.0) + overhead
+                    js.last_accelerator = acc
+                    js.last_gpu_ids = mask_ids(job_mask)
+                    last_mask[job_id] = job_mask
+                run_s = length - overhead
+                total_steps = js.total_steps
+                remaining = total_steps - js.steps_done
+                if remaining - thr * run_s <= ftol * total_steps:
+                    held = overhead + remaining / thr
+                    if held > length:
                         held = length
-                        end = now + length
-                        js.steps_done += thr * run_s
-                        still.append(js)
-                    time_on = js.time_on
-                    time_on[acc] = time_on.get(acc, 0.0) + held
-                    js.executed_s += held
-                    js.attained_service_s += held * js.scale_factor
-                    js.rounds_run += 1
-                    if js.start_time is None:
-                        js.start_time = now
-                    js.last_round_run = round_index
-                    runs.append(new_run(RunRecord, (job_id, acc, job_mask, partner, overhead,
-                                                    end)))
+                    end = now + held
+                    js.steps_done = total_steps
+                    js.finish_time = end
+                    done_now.append(js)
+                    if end > last_end:
+                        last_end = end
+                else:
+                    held = length
+                    end = now + length
+                    js.steps_done += thr * run_s
+                    still.append(js)
+                js.time_on[acc] += held
+                js.executed_s += held
+                js.attained_service_s += held * js.scale_factor
+                js.rounds_run += 1
+                if js.start_time is None:
+                    js.start_time = now
+                js.last_round_run = round_index
+                runs.append(new_run(RunRecord, (job_id, acc, job_mask, partner, overhead, end)))
 
         for js in previous:
             if js.last_round_run != round_index:  # ran last round, waits now
@@ -554,14 +561,41 @@ def _run(
         gpus=counts,
         jobs=records,
         rounds=rounds,
-        solver_time_s=float(getattr(policy, "solver_time_s", 0.0)),
-        solves=int(getattr(policy, "solves", 0)),
-        decisions=int(getattr(policy, "decisions", 0)),
+        solver_time_s=_counters(policy)[0] - counters0[0],
+        solves=int(_counters(policy)[1] - counters0[1]),
+        decisions=int(_counters(policy)[2] - counters0[2]),
         decide_time_s=decide_s,
         wall_s=wall,
         end_time=now,
         stopped=stopped,
     )
+
+
+def _pair_members(
+    units: list[Unit], masks: list[int], gangs: list[int], acc: str
+) -> tuple[list[Unit], list[int]]:
+    """Units and masks with every co-located pair split into its two jobs: each with its
+    co-located throughput and its partner; the larger gang holds all the pair's GPUs, the
+    smaller the lowest s_j of them."""
+    out_units: list[Unit] = []
+    out_masks: list[int] = []
+    for (first, first_thr, second), mask, gang in zip(units, masks, gangs, strict=True):
+        if second is None:
+            out_units.append((first, first_thr, None))
+            out_masks.append(mask)
+            continue
+        second_thr = (second.colocated_throughput or {})[first.id][acc]
+        for js, thr, mate in ((first, first_thr, second), (second, second_thr, first)):
+            out_units.append((js, thr, mate))
+            out_masks.append(mask if js.scale_factor >= gang
+                             else lowest_bits(mask, js.scale_factor))
+    return out_units, out_masks
+
+
+def _counters(policy: Policy) -> tuple[float, float, float]:
+    """(solver seconds, solves, decisions) of a policy so far (a run reports its own share)."""
+    return (float(getattr(policy, "solver_time_s", 0.0)), float(getattr(policy, "solves", 0)),
+            float(getattr(policy, "decisions", 0)))
 
 
 def _finish_key(js: JobState) -> float:
