@@ -404,3 +404,16 @@ def test_space_sharing_never_worse_than_solo() -> None:
     assert packed.objective == pytest.approx(0.8, abs=1e-7)
     assert check(inst, packed) == []
     assert math.isclose(packed.colocated_allocation[0].fraction, 1.0, abs_tol=1e-7)
+
+
+def test_hierarchical_fifo_snapshot_from_a_simulation() -> None:
+    """A 12-job snapshot (3 entities) where the FIFO passes once ran into floors at the edge
+    of the solver's feasibility tolerance and were declared infeasible."""
+    from pathlib import Path
+
+    from schedlab.instance import load_instance
+
+    inst = load_instance(Path(__file__).parent / "data" / "hierarchical-fifo-snapshot.json")
+    sol = schedlab.solve(inst, "gavel.hierarchical_fifo")
+    assert sol.status == "optimal"
+    assert check(inst, sol) == []
