@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/gavel_scale.py            # full run (about 15 minutes on 2 cores)
+    python benchmarks/gavel_scale.py            # full run (about 10 minutes on 2 cores)
     python benchmarks/gavel_scale.py --quick    # small sizes only (about a minute)
 
 Workloads come from the package's own generator and throughput table

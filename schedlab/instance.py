@@ -15,11 +15,19 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    model_validator,
+)
 
 from schedlab.errors import InputError
 
@@ -187,6 +195,7 @@ class Instance(_Strict):
     cluster: Cluster
     jobs: list[Job] = Field(max_length=MAX_JOBS)
     params: Params = Field(default_factory=Params)
+    _content_hash: str | None = PrivateAttr(default=None)
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -256,9 +265,23 @@ class Instance(_Strict):
         return {job.id: i for i, job in enumerate(self.jobs)}
 
     def content_hash(self) -> str:
-        """sha256 of the canonical JSON of this instance (key order and whitespace free)."""
-        payload = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
-        return "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
+        """sha256 of the canonical JSON of this instance (key order and whitespace free).
+
+        Computed once and cached: treat an Instance as a value (``model_copy(update=...)``
+        to change one) once its hash has been taken.
+        """
+        if self._content_hash is None:
+            payload = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+            self._content_hash = "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
+        return self._content_hash
+
+    def model_copy(
+        self, *, update: Mapping[str, Any] | None = None, deep: bool = False
+    ) -> Instance:
+        """A copy (see pydantic); the copy computes its own content hash."""
+        copy = super().model_copy(update=update, deep=deep)
+        copy._content_hash = None
+        return copy
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict with the ``schema`` key, omitting unset optional fields (``None``).

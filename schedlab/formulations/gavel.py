@@ -127,13 +127,13 @@ def unrunnable_jobs(data: GavelData) -> list[str]:
     """Jobs that fit on no accelerator pool (scale factor too large or no throughput)."""
     can_run = np.asarray(data.allowed.any(axis=1), dtype=bool)
     if data.pairs:
-        for p, (a, b) in enumerate(data.pairs):
-            if data.pair_allowed[p].any():
-                can_run[a] = can_run[b] = True
+        idx = np.asarray(data.pairs, dtype=np.int64)[data.pair_allowed.any(axis=1)]
+        can_run[idx.reshape(-1)] = True
     return [data.job_ids[j] for j in np.flatnonzero(~can_run)]
 
 
-def _unrunnable_reason(instance: Instance, job_ids: list[str]) -> str:
+def unrunnable_reason(instance: Instance, job_ids: list[str]) -> str:
+    """One line naming the first job that can run nowhere, with its scale factor and pools."""
     pools = {k: p.count for k, p in instance.cluster.accelerators.items()}
     jobs = {job.id: job for job in instance.jobs}
     first = jobs[job_ids[0]]
@@ -215,7 +215,7 @@ class GavelPolicy(Formulation):
         if self.needs_every_job:
             stuck = unrunnable_jobs(self.true_data(instance))
             if stuck:
-                return self.infeasible_solution(instance, _unrunnable_reason(instance, stuck))
+                return self.infeasible_solution(instance, unrunnable_reason(instance, stuck))
         return None
 
     def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
@@ -300,9 +300,8 @@ class MaxMinFairness(GavelPolicy):
 
     def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
         opts = options or SolverOptions()
-        use_fast = self.heterogeneity_aware and (
-            self.method == "fast"
-            or (self.method == "auto" and len(instance.jobs) >= self.fast_threshold)
+        use_fast = self.method == "fast" or (
+            self.method == "auto" and len(instance.jobs) >= self.fast_threshold
         )
         if use_fast:
             from schedlab.formulations.gavel_fast import solve_max_min_fast

@@ -114,25 +114,31 @@ def gavel_data(instance: Instance, *, space_sharing: bool = False) -> GavelData:
     allowed = has & (scale[:, None] <= gpus[None, :]) & (thr > 0)
     thr = np.where(allowed, thr, 0.0)
     pairs: list[tuple[int, int]] = []
-    pair_rows: list[FloatArray] = []
-    pair_ok: list[BoolArray] = []
+    pair_throughput = np.zeros((0, len(types), 2))
+    pair_allowed = np.zeros((0, len(types)), dtype=bool)
     if space_sharing:
+        kpos = {acc: k for k, acc in enumerate(types)}
+        entries: list[tuple[int, int, float, float]] = []  # (pair, type, T_a, T_b)
         for a, job in enumerate(jobs):
             for other, by_acc in sorted((job.colocated_throughput or {}).items()):
                 b = index[other]
                 if b <= a:
                     continue
-                partner = jobs[b].colocated_throughput or {}
-                row = np.zeros((len(types), 2))
-                ok = np.zeros(len(types), dtype=bool)
-                need = max(job.scale_factor, jobs[b].scale_factor)
-                for k, acc in enumerate(types):
-                    if acc in by_acc and need <= gpus[k]:
-                        row[k] = (by_acc[acc], partner[job.id][acc])
-                        ok[k] = row[k].sum() > 0
+                back = (jobs[b].colocated_throughput or {})[job.id]
+                p = len(pairs)
                 pairs.append((a, b))
-                pair_rows.append(row)
-                pair_ok.append(ok)
+                entries.extend((p, kpos[acc], value, back[acc]) for acc, value in by_acc.items())
+        pair_throughput = np.zeros((len(pairs), len(types), 2))
+        if entries:
+            cols = np.array(entries)
+            rows_p, rows_k = cols[:, 0].astype(np.int64), cols[:, 1].astype(np.int64)
+            pair_throughput[rows_p, rows_k, 0] = cols[:, 2]
+            pair_throughput[rows_p, rows_k, 1] = cols[:, 3]
+        idx = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        need = np.maximum(scale[idx[:, 0]], scale[idx[:, 1]]) if pairs else np.zeros(0)
+        fits = need[:, None] <= gpus[None, :]
+        pair_throughput = np.where(fits[:, :, None], pair_throughput, 0.0)
+        pair_allowed = fits & (pair_throughput.sum(axis=2) > 0)
     costs = [instance.cluster.accelerators[k].cost_per_hour for k in types]
     return GavelData(
         job_ids=[job.id for job in jobs],
@@ -144,8 +150,8 @@ def gavel_data(instance: Instance, *, space_sharing: bool = False) -> GavelData:
         gpus=gpus,
         remaining_steps=np.array([job.remaining_steps for job in jobs], dtype=float),
         pairs=pairs,
-        pair_throughput=np.array(pair_rows) if pairs else np.zeros((0, len(types), 2)),
-        pair_allowed=np.array(pair_ok) if pairs else np.zeros((0, len(types)), dtype=bool),
+        pair_throughput=pair_throughput,
+        pair_allowed=pair_allowed,
         prices=np.array(costs, dtype=float) if all(c for c in costs) else None,
         time_in_system=np.array([job.time_in_system_s for job in jobs], dtype=float),
         isolated_time=np.array([job.isolated_time_s for job in jobs], dtype=float),

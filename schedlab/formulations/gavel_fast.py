@@ -70,7 +70,8 @@ from pyomo.core.expr.numeric_expr import LinearExpression
 from schedlab.formulations.gavel import (
     GavelPolicy,
     MaxMinFairness,
-    _unrunnable_reason,
+    unrunnable_jobs,
+    unrunnable_reason,
 )
 from schedlab.formulations.gavel_data import BoolArray, FloatArray, GavelData
 from schedlab.instance import Instance
@@ -1050,16 +1051,6 @@ def _tight_tolerances(options: SolverOptions) -> SolverOptions:
     return replace(options, extra=extra)
 
 
-def _unrunnable(data: GavelData) -> list[str]:
-    """Vectorized :func:`~schedlab.formulations.gavel.unrunnable_jobs`: jobs with no allowed
-    type and no allowed co-located pair."""
-    can_run = np.asarray(data.allowed.any(axis=1), dtype=bool)
-    if data.pairs:
-        idx = np.asarray(data.pairs, dtype=np.int64)[data.pair_allowed.any(axis=1)]
-        can_run[idx.reshape(-1)] = True
-    return [data.job_ids[j] for j in np.flatnonzero(~can_run)]
-
-
 def _with_pairs(data: GavelData, keep: IntArray) -> GavelData:
     """``data`` restricted to the pairs ``keep`` (in that order)."""
     return replace(
@@ -1114,9 +1105,9 @@ def solve_max_min_fast(
     start = time.perf_counter()
     data, true = formulation.policy_data(instance)
     if formulation.needs_every_job:
-        stuck = _unrunnable(true)
+        stuck = unrunnable_jobs(true)
         if stuck:
-            return formulation.infeasible_solution(instance, _unrunnable_reason(instance, stuck))
+            return formulation.infeasible_solution(instance, unrunnable_reason(instance, stuck))
     if data.num_jobs == 0:
         return GavelPolicy.solve(formulation, instance, options)
     deadline = start + options.time_limit_s if options.time_limit_s is not None else None
