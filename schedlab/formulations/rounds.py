@@ -528,8 +528,11 @@ class PriorityCandidates:
     ``unit``, ``acc``, ``share`` (X, already 0 below the minimum share) are flat arrays over
     the candidates; ``ranks`` are tie-break keys (least significant first, compared after
     -share and before the type).  The static part of the order -- -X, then the ranks, then the
-    type -- is computed once here; :meth:`choose` adds the round's priorities and deficits.
-    A simulator keeps one instance while the job set and the allocation stay the same.
+    type -- is computed once here: the candidates are kept sorted by it (``static`` maps that
+    order to the caller's candidate indices), so that :meth:`choose` only sorts, stably, by the
+    round's priorities and deficits.  A simulator keeps one instance while the job set and the
+    allocation stay the same, and may pass its per-round arrays already in the static order
+    (:meth:`pick`).
     """
 
     def __init__(
@@ -540,13 +543,19 @@ class PriorityCandidates:
         ranks: Sequence[npt.NDArray[np.int64]],
         num_types: int,
     ) -> None:
-        self.unit = unit
-        self.acc = acc
-        self.share = share
         self.num_types = num_types
-        static = np.lexsort((acc, *ranks, -share))
-        self.static_rank = np.empty(len(unit), dtype=np.int64)
-        self.static_rank[static] = np.arange(len(unit))
+        #: caller's candidate index of each candidate, in the static order
+        self.static = np.lexsort((acc, *ranks, -share))
+        self.unit = unit[self.static]
+        self.acc = acc[self.static]
+        self.share = share[self.static]
+        positive = self.share > 0
+        self._positive = positive
+        self._neg_share = -self.share
+        # -priority when nothing was received yet: -inf with a share, else 0 (X = 0: always 0)
+        self._neg_unreceived = np.where(positive, -np.inf, 0.0)
+        self._units = self.unit.tolist()
+        self._types = self.acc.tolist()
 
     def choose(
         self,
@@ -559,48 +568,87 @@ class PriorityCandidates:
         members: Sequence[tuple[int, ...]] | None = None,
         work_conserving: bool = False,
     ) -> list[tuple[int, int]]:
-        """Greedy choice for one round (``received``, ``age`` per candidate; ``gang`` and
-        ``members`` per unit)."""
+        """Greedy choice for one round (``received``, ``age`` per candidate, in the caller's
+        candidate order; ``gang`` and ``members`` per unit)."""
         if len(self.unit) == 0:
             return []
-        share = self.share
-        weighted = share * age
-        priority = np.divide(weighted, received, out=np.zeros_like(weighted),
-                             where=received > 0)
-        priority[(received <= 0) & (share > 0)] = np.inf
-        deficit = weighted - received
-        order = np.lexsort((self.static_rank, -deficit, -priority))
+        static = self.static
+        picked = self.pick(received[static], age[static], gang, free, round_s=round_s,
+                           members=members, work_conserving=work_conserving)
+        units = self._units
+        types = self._types
+        return [(units[c], types[c]) for c in picked]
+
+    def pick(
+        self,
+        received: npt.NDArray[np.float64],
+        age: npt.NDArray[np.float64],
+        gang: list[int],
+        free: Sequence[int],
+        *,
+        round_s: float,
+        members: Sequence[tuple[int, ...]] | None = None,
+        work_conserving: bool = False,
+    ) -> list[int]:
+        """:meth:`choose` with ``received`` and ``age`` in the static order (index i is
+        candidate ``static[i]``); returns the chosen candidates' static indices in the order
+        chosen."""
+        if len(self.unit) == 0:
+            return []
+        # Sort keys, negated (IEEE negation is exact: -(a b) = (-a) b, -(a / b) = (-a) / b,
+        # -(a - b) = b + (-a)): -priority = -X age / received where something was received,
+        # else -inf (X > 0) or 0 (X = 0); -deficit = received - X age.
+        neg_weighted = self._neg_share * age
+        neg_priority = self._neg_unreceived.copy()
+        np.divide(neg_weighted, received, out=neg_priority, where=received > 0)
+        # stable: ties of priority and deficit keep the static order
+        order = np.lexsort((received + neg_weighted, neg_priority))
         if not work_conserving:
-            eligible = (share > 0) & (received < share * (age + round_s)
-                                      - _ELIGIBLE_EPS * round_s)
+            share = self.share
+            eligible = self._positive & (received < share * (age + round_s)
+                                         - _ELIGIBLE_EPS * round_s)
             order = order[eligible[order]]
-        units = self.unit[order].tolist()
-        types = self.acc[order].tolist()
+        positions = order.tolist()
+        units = self._units
+        types = self._types
         left = list(free)
         total_left = sum(left)
         smallest = min(gang)
         placed = bytearray(len(gang) if members is None
                            else 1 + max(j for m in members for j in m))
         unplaced = len(gang)
-        chosen: list[tuple[int, int]] = []
-        for u, k in zip(units, types, strict=True):
-            g = gang[u]
-            if g > left[k]:
-                continue
-            if members is None:
+        chosen: list[int] = []
+        if members is None:  # unit u is job u
+            for c in positions:
+                u = units[c]
                 if placed[u]:
+                    continue
+                k = types[c]
+                g = gang[u]
+                if g > left[k]:
                     continue
                 placed[u] = 1
                 unplaced -= 1
-            else:
-                jobs = members[u]
-                if any(placed[j] for j in jobs):
-                    continue
-                for j in jobs:
-                    placed[j] = 1
+                left[k] -= g
+                total_left -= g
+                chosen.append(c)
+                if total_left < smallest or not unplaced:
+                    break
+            return chosen
+        for c in positions:
+            u = units[c]
+            k = types[c]
+            g = gang[u]
+            if g > left[k]:
+                continue
+            jobs = members[u]
+            if any(placed[j] for j in jobs):
+                continue
+            for j in jobs:
+                placed[j] = 1
             left[k] -= g
             total_left -= g
-            chosen.append((u, k))
+            chosen.append(c)
             if total_left < smallest or not unplaced:
                 break
         return chosen

@@ -343,8 +343,7 @@ class GavelPolicy(Policy):
         self._since_solve = 0
         self._rows = np.zeros(0, dtype=np.int64)
         self._ids: list[str] = []
-        self._ran_slots = np.zeros(0, dtype=np.int64)
-        self._ran_types = np.zeros(0, dtype=np.int64)
+        self._ran_flat = np.zeros(0, dtype=np.int64)  # slot * K + type of last round's solos
         self._pairs: list[tuple[str, str, FloatArray]] = []  # (a, b, Y per type)
         self._pair_received: dict[tuple[str, str], FloatArray] = {}
         self._ran_pairs: list[tuple[str, str, int]] = []
@@ -354,6 +353,7 @@ class GavelPolicy(Policy):
         self._candidates: PriorityCandidates | None = None
         self._cand_slot = np.zeros(0, dtype=np.int64)
         self._cand_flat = np.zeros(0, dtype=np.int64)
+        self._cand_assign: list[Assignment] = []
         self._gang_list: list[int] = []
 
     def _grow(self, need: int) -> None:
@@ -428,8 +428,8 @@ class GavelPolicy(Policy):
         """
         elapsed = state.now - self._last_now
         self._last_now = state.now
-        if len(self._ran_slots):
-            self._received[self._ran_slots, self._ran_types] += elapsed
+        if len(self._ran_flat):
+            self._received.reshape(-1)[self._ran_flat] += elapsed  # a view: C-contiguous
         for a, b, k in self._ran_pairs:
             if a in self._slot_of and b in self._slot_of:
                 got = self._pair_received.setdefault((a, b), np.zeros(len(self.types)))
@@ -545,14 +545,16 @@ class GavelPolicy(Policy):
         rows = self._rows
         num_jobs = len(rows)
         if num_jobs == 0:
-            self._ran_slots = self._ran_types = np.zeros(0, dtype=np.int64)
+            self._ran_flat = np.zeros(0, dtype=np.int64)
             self._ran_pairs = []
             return []
-        pair_jobs: list[tuple[str, str]] = []
         if not self._pairs:
-            chosen = self._choose_solo(state)
-        else:
-            chosen, pair_jobs = self._choose_with_pairs(state)
+            picked = self._choose_solo(state)
+            assignments = self._cand_assign
+            self._ran_flat = self._cand_flat[picked]
+            self._ran_pairs = []
+            return [assignments[c] for c in picked]
+        chosen, pair_jobs = self._choose_with_pairs(state)
         table = self._assignment_rows  # Assignment(job, type) per active job and type
         ran_pairs: list[tuple[str, str, int]] = []
         if not pair_jobs:
@@ -569,27 +571,35 @@ class GavelPolicy(Policy):
                     a, b = pair_jobs[u - num_jobs]
                     out.append(Assignment(a, self.types[k], partner=b))
                     ran_pairs.append((a, b, k))
-        self._ran_slots = rows[[u for u, _ in solo]]
-        self._ran_types = np.array([k for _, k in solo], dtype=np.int64)
+        self._ran_flat = (rows[[u for u, _ in solo]] * len(self.types)
+                          + np.array([k for _, k in solo], dtype=np.int64))
         self._ran_pairs = ran_pairs
         return out
 
-    def _choose_solo(self, state: ClusterState) -> list[tuple[int, int]]:
-        """The mechanism over single jobs, with candidates cached between changes."""
-        if self._candidates is None:
+    def _choose_solo(self, state: ClusterState) -> list[int]:
+        """The mechanism over single jobs, with candidates cached between changes; returns
+        the chosen candidates (indices in the candidates' static order)."""
+        candidates = self._candidates
+        if candidates is None:
             rows = self._rows
+            num_types = len(self.types)
             unit, acc = np.nonzero(self._runnable[rows])
             target = self._target[rows, :][unit, acc]
             share = np.where(target > self.min_share, target, 0.0)
-            self._candidates = PriorityCandidates(unit, acc, share, [unit], len(self.types))
-            self._cand_slot = rows[unit]
-            self._cand_flat = self._cand_slot * len(self.types) + acc
+            candidates = PriorityCandidates(unit, acc, share, [unit], num_types)
+            self._candidates = candidates
+            # per candidate, in the static order
+            self._cand_slot = rows[candidates.unit]
+            self._cand_flat = self._cand_slot * num_types + candidates.acc
+            table = self._assignment_rows
+            self._cand_assign = [table[u][k] for u, k in
+                                 zip(candidates.unit.tolist(), candidates.acc.tolist(),
+                                     strict=True)]
             self._gang_list = self._gang[rows].tolist()
         received = self._received.reshape(-1)[self._cand_flat]
         age = state.now - self._arrival[self._cand_slot]
-        return self._candidates.choose(received, age, self._gang_list, self._free,
-                                       round_s=state.round_s,
-                                       work_conserving=self.work_conserving)
+        return candidates.pick(received, age, self._gang_list, self._free,
+                               round_s=state.round_s, work_conserving=self.work_conserving)
 
     def _choose_with_pairs(
         self, state: ClusterState

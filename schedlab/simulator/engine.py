@@ -60,6 +60,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from operator import attrgetter
 from typing import Literal, NamedTuple
 
 from schedlab.errors import InputError, SchedlabError
@@ -70,6 +71,8 @@ from schedlab.simulator.placement import cluster_placers, ids_mask, lowest_bits,
 from schedlab.simulator.result import JobRecord, RoundRecord, RunRecord, SimulationResult
 
 log = logging.getLogger(__name__)
+
+_job_of = attrgetter("job")
 
 Mode = Literal["continuous", "static"]
 
@@ -324,6 +327,106 @@ def _check_pairs(
         raise bad(f"job {sorted(both)[0]!r} is assigned twice (solo and in a pair)")
 
 
+def _solo_units(js: JobState, counts: dict[str, int]) -> dict[str, Unit]:
+    """The unit (job, throughput, None) of ``js`` on every type a plan may put it on alone:
+    positive throughput and a pool at least as large as its gang (built once, at admission)."""
+    scale = js.scale_factor
+    return {acc: (js, thr, None) for acc, thr in js.throughput.items()
+            if thr > 0.0 and scale <= counts[acc]}
+
+
+def _solo_plans(
+    decision: Sequence[Assignment],
+    fits: dict[str, dict[str, Unit]],
+    counts: dict[str, int],
+    last_mask: dict[str, int],
+) -> dict[str, _TypePlan] | None:
+    """The plan of :func:`_check_decision` for a plan of single jobs that passes every check;
+    None when the plan has a co-located pair or fails a check (the caller then runs
+    :func:`_check_decision`, which handles pairs and names the first error)."""
+    on: dict[str, list[Unit]] = {acc: [] for acc in counts}
+    for a in decision:
+        options = fits.get(a.job)
+        if options is None or a.partner is not None:
+            return None
+        acc = a.accelerator
+        unit = options.get(acc)
+        if unit is None:
+            return None
+        on[acc].append(unit)
+    if len(set(map(_job_of, decision))) != len(decision):
+        return None
+    plans = {}
+    for acc, units in on.items():
+        gangs = [js.scale_factor for js, _, _ in units]
+        if sum(gangs) > counts[acc]:
+            return None
+        plans[acc] = _TypePlan(units, gangs, [last_mask[js.id] if js.last_accelerator == acc
+                                              else 0 for js, _, _ in units])
+    return plans
+
+
+def _advance_solo(
+    plan: _TypePlan,
+    masks: list[int],
+    acc: str,
+    now: float,
+    length: float,
+    round_index: int,
+    last_mask: dict[str, int],
+    overhead_paid: dict[str, float],
+    runs: list[RunRecord],
+    still: list[JobState],
+    done_now: list[JobState],
+    last_end: float,
+) -> float:
+    """Progress of the single jobs on ``acc`` through the round (the general loop of
+    :func:`_run` without pairs); returns the latest finish so far."""
+    ftol = FINISH_TOLERANCE
+    new_run = tuple.__new__
+    add_run = runs.append
+    add_still = still.append
+    for (js, thr, _), job_mask, prev in zip(plan.units, masks, plan.previous, strict=True):
+        overhead = 0.0
+        # prev is the job's last mask when it last ran on acc, else 0 (masks are never 0)
+        if prev != job_mask:
+            job_id = js.id
+            if js.last_accelerator is not None:  # a first start is free
+                overhead = min(js.switch_overhead_s, length)
+                js.migrations += 1
+                overhead_paid[job_id] = overhead_paid.get(job_id, 0.0) + overhead
+            js.last_accelerator = acc
+            js.last_gpu_ids = mask_ids(job_mask)
+            last_mask[job_id] = job_mask
+        run_s = length - overhead
+        total_steps = js.total_steps
+        remaining = total_steps - js.steps_done
+        if remaining - thr * run_s <= ftol * total_steps:
+            held = overhead + remaining / thr
+            if held > length:
+                held = length
+            end = now + held
+            js.steps_done = total_steps
+            js.finish_time = end
+            done_now.append(js)
+            if end > last_end:
+                last_end = end
+        else:
+            held = length
+            end = now + length
+            js.steps_done += thr * run_s
+            add_still(js)
+        js.time_on[acc] += held
+        js.executed_s += held
+        js.attained_service_s += held * js.scale_factor
+        js.rounds_run += 1
+        if js.start_time is None:
+            js.start_time = now
+        js.last_round_run = round_index
+        add_run(new_run(RunRecord, (js.id, acc, job_mask, None, overhead, end)))
+    return last_end
+
+
 # ------------------------------------------------------------------------------- the loop
 
 
@@ -423,6 +526,7 @@ def _run(
     by_id: dict[str, JobState] = {}
     finished: list[JobState] = []
     last_mask: dict[str, int] = {}
+    fits: dict[str, dict[str, Unit]] = {}  # per active job: its valid solo unit per type
     overhead_paid: dict[str, float] = {}
     rounds: list[RoundRecord] = []
     previous: list[JobState] = []  # jobs that ran in the round just simulated
@@ -444,6 +548,7 @@ def _run(
             js = pending[next_arrival]
             active.append(js)
             by_id[js.id] = js
+            fits[js.id] = _solo_units(js, counts)
             next_arrival += 1
             arrived = True
         if arrived:
@@ -464,7 +569,10 @@ def _run(
         t0 = time.perf_counter()
         decision = policy.decide(state)
         decide_s += time.perf_counter() - t0
-        plans = _check_decision(decision, by_id, counts, last_mask, name, round_index)
+        plans = _solo_plans(decision, fits, counts, last_mask)
+        solo = plans is not None
+        if plans is None:  # pairs, or a plan to reject: the full check
+            plans = _check_decision(decision, by_id, counts, last_mask, name, round_index)
 
         runs: list[RunRecord] = []
         still: list[JobState] = []  # ran this round, not finished
@@ -475,6 +583,10 @@ def _run(
                 continue
             # placement: GPU ids per type, sticky first
             masks = placers[acc].place(plan.gangs, plan.previous)
+            if solo:
+                last_end = _advance_solo(plan, masks, acc, now, length, round_index, last_mask,
+                                         overhead_paid, runs, still, done_now, last_end)
+                continue
             units: list[Unit] = plan.units
             if any(mate is not None for _, _, mate in units):
                 units, masks = _pair_members(units, masks, plan.gangs, acc)
@@ -531,6 +643,7 @@ def _run(
             done_now.sort(key=_finish_key)
             for js in done_now:
                 del by_id[js.id]
+                del fits[js.id]
             finished.extend(done_now)
             active = [js for js in active if js.finish_time is None]
             version += 1

@@ -137,10 +137,17 @@ class PoolPlacer:
                 free ^= prev
             else:
                 rest.append(i)
-        if len(rest) > 1:
-            rest.sort(key=lambda i: -gangs[i])  # stable: policy order within a gang size
+        if not rest:
+            return masks
+        if len(rest) > 1:  # largest first; stable (also reversed): policy order within a size
+            rest.sort(key=gangs.__getitem__, reverse=True)
+        single = len(self._nodes) == 1
         for i in rest:
-            mask = self.take(free, gangs[i])
+            size = gangs[i]
+            if single and free.bit_count() >= size:  # take()'s rule for one node
+                mask = _lowest_run(free, size)
+            else:
+                mask = self.take(free, size)
             masks[i] = mask
             free ^= mask
         return masks
