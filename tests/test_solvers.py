@@ -23,6 +23,25 @@ def small_lp() -> pyo.ConcreteModel:
     return m
 
 
+def market_split(seed: int) -> pyo.ConcreteModel:
+    """A market-split MILP (Cornuejols-Dawande, 4 rows x 30 binaries): hard for branch and
+    bound, so short time limits stop it with an incumbent and an open gap."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 100, size=(4, 30))
+    d = a.sum(axis=1) // 2
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(30), domain=pyo.Binary)
+    m.up = pyo.Var(range(4), bounds=(0, None))
+    m.down = pyo.Var(range(4), bounds=(0, None))
+    m.c = pyo.Constraint(
+        range(4),
+        rule=lambda m, i: sum(int(a[i, j]) * m.x[j] for j in range(30)) + m.up[i] - m.down[i]
+        == int(d[i]),
+    )
+    m.o = pyo.Objective(expr=sum(m.up[i] + m.down[i] for i in range(4)))
+    return m
+
+
 @pytest.mark.parametrize("method", ["simplex", "ipm", "auto"])
 def test_lp_methods_agree_on_a_hand_solved_lp(method: str) -> None:
     m = small_lp()
@@ -47,19 +66,7 @@ def test_persistent_resolve_after_adding_a_row_and_infeasible_status() -> None:
 def test_time_limit_returns_incumbent_and_gap() -> None:
     """A market-split MILP (Cornuejols-Dawande), hard for branch and bound: 0.3 s is far
     too short to prove optimality, but HiGHS finds an incumbent."""
-    rng = np.random.default_rng(1)
-    a = rng.integers(0, 100, size=(4, 30))
-    d = a.sum(axis=1) // 2
-    m = pyo.ConcreteModel()
-    m.x = pyo.Var(range(30), domain=pyo.Binary)
-    m.up = pyo.Var(range(4), bounds=(0, None))
-    m.down = pyo.Var(range(4), bounds=(0, None))
-    m.c = pyo.Constraint(
-        range(4),
-        rule=lambda m, i: sum(int(a[i, j]) * m.x[j] for j in range(30)) + m.up[i] - m.down[i]
-        == int(d[i]),
-    )
-    m.o = pyo.Objective(expr=sum(m.up[i] + m.down[i] for i in range(4)))
+    m = market_split(seed=1)
     result = solve_model(m, SolverOptions(time_limit_s=0.3))
     assert result.status == Status.TIME_LIMIT
     assert result.objective is not None and result.bound is not None
@@ -103,19 +110,7 @@ def test_mip_start_is_used_as_first_incumbent() -> None:
     """Solve a hard MILP briefly, keep the incumbent's values in the model, then re-solve
     with a much shorter limit and warm_start: the start is feasible, so HiGHS's incumbent
     can only be as good or better."""
-    rng = np.random.default_rng(2)
-    a = rng.integers(0, 100, size=(4, 30))
-    d = a.sum(axis=1) // 2
-    m = pyo.ConcreteModel()
-    m.x = pyo.Var(range(30), domain=pyo.Binary)
-    m.up = pyo.Var(range(4), bounds=(0, None))
-    m.down = pyo.Var(range(4), bounds=(0, None))
-    m.c = pyo.Constraint(
-        range(4),
-        rule=lambda m, i: sum(int(a[i, j]) * m.x[j] for j in range(30)) + m.up[i] - m.down[i]
-        == int(d[i]),
-    )
-    m.o = pyo.Objective(expr=sum(m.up[i] + m.down[i] for i in range(4)))
+    m = market_split(seed=2)
     first = solve_model(m, SolverOptions(time_limit_s=0.5))
     assert first.objective is not None
     again = solve_model(m, SolverOptions(time_limit_s=0.01, warm_start=True))
