@@ -42,9 +42,9 @@ from schedlab.policies.base import Policy
 from schedlab.policies.fifo import (
     FreeGpus,
     best_throughput,
+    keep_running,
     place_in_order,
     type_preference,
-    was_running,
 )
 from schedlab.policies.state import Assignment, ClusterState, JobState
 
@@ -129,15 +129,7 @@ class AlloX(Policy):
         self.decisions += 1
         types = state.cluster.types
         free = FreeGpus(state)
-        out: list[Assignment] = []
-        waiting: list[JobState] = []
-        for job in sorted(state.active, key=lambda j: (j.arrival, j.id)):
-            k = job.last_accelerator
-            if was_running(job, state) and k is not None and free.fits(job.scale_factor, k):
-                free.take(job.scale_factor, k)
-                out.append(Assignment(job.id, k))
-            else:
-                waiting.append(job)
+        out, waiting = keep_running(state, free)
 
         def spt(job: JobState) -> tuple[float, float, str]:
             best = best_throughput(job, types)

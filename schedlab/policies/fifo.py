@@ -52,6 +52,21 @@ def was_running(job: JobState, state: ClusterState) -> bool:
     )
 
 
+def keep_running(state: ClusterState, free: FreeGpus) -> tuple[list[Assignment], list[JobState]]:
+    """Non-preemption: every job that ran last round keeps its type while its gang still fits
+    (taken from ``free``).  Returns (their assignments, the other jobs), in arrival order."""
+    out: list[Assignment] = []
+    waiting: list[JobState] = []
+    for job in sorted(state.active, key=lambda j: (j.arrival, j.id)):
+        k = job.last_accelerator
+        if was_running(job, state) and k is not None and free.fits(job.scale_factor, k):
+            free.take(job.scale_factor, k)
+            out.append(Assignment(job.id, k))
+        else:
+            waiting.append(job)
+    return out, waiting
+
+
 def type_preference(
     job: JobState, state: ClusterState, *, heterogeneity_aware: bool
 ) -> list[str]:
@@ -160,15 +175,7 @@ class Fifo(Policy):
         """Keep the running jobs, then start waiting jobs in arrival order."""
         self.decisions += 1
         free = FreeGpus(state)
-        out: list[Assignment] = []
-        waiting: list[JobState] = []
-        for job in sorted(state.active, key=lambda j: (j.arrival, j.id)):
-            k = job.last_accelerator
-            if was_running(job, state) and k is not None and free.fits(job.scale_factor, k):
-                free.take(job.scale_factor, k)
-                out.append(Assignment(job.id, k))
-            else:
-                waiting.append(job)
+        out, waiting = keep_running(state, free)
 
         def preference(job: JobState) -> list[str]:
             return type_preference(job, state, heterogeneity_aware=self.heterogeneity_aware)
