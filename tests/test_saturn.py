@@ -157,6 +157,9 @@ def test_time_indexed_within_grid_error_of_disjunctive(seed: int) -> None:
     assert ti.objective is not None and dj.objective is not None
     delta = ti.metrics["slot_s"]
     assert dj.objective <= ti.objective + 1e-6
+    # The bound from the rounded-down grid is a valid bound of the exact optimum.
+    assert ti.bound is not None and ti.bound <= dj.objective + 1e-6
+    assert ti.status != "optimal" or ti.objective <= ti.bound + 1e-6
     assert ti.objective <= dj.objective + len(jobs) * delta + 1e-6
 
 

@@ -51,6 +51,7 @@ import random
 import time
 from abc import abstractmethod
 from collections import defaultdict
+from dataclasses import replace
 from typing import Any
 
 import pyomo.environ as pyo
@@ -248,15 +249,23 @@ class TimeIndexed(SaturnMilp):
         delta: float,
         slots: dict[tuple[int, int], int],
         start: list[Placement],
+        *,
+        round_down: bool = False,
     ) -> pyo.ConcreteModel:
-        """The time-indexed model, with the greedy grid schedule loaded as MIP start."""
+        """The time-indexed model, with the greedy grid schedule loaded as MIP start.
+
+        ``round_down``: the relaxation used for a lower bound (``slots`` and releases rounded
+        down; no analytic floor on C, which would not be valid for it)."""
         horizon = max(round((s + o.runtime) / delta) for _, o, _, s in start)
         if self.objective == "weighted_completion":
             # a weighted optimum may be longer than the greedy makespan: allow a serial run
             longest = sum(max(slots[j, o] for o in range(len(opts)))
                           for j, opts in enumerate(data.options))
             horizon = max(horizon, max(math.ceil(a / delta) for a in data.release) + longest)
-        release = [math.ceil(a / delta - 1e-9) for a in data.release]
+        if round_down:
+            release = [math.floor(a / delta + 1e-9) for a in data.release]
+        else:
+            release = [math.ceil(a / delta - 1e-9) for a in data.release]
         index = []
         for j, opts in enumerate(data.options):
             for o, opt in enumerate(opts):
@@ -294,7 +303,7 @@ class TimeIndexed(SaturnMilp):
         m.TWINS = pyo.Set(initialize=twins, dimen=2, ordered=True)
         m.twin_order = pyo.Constraint(m.TWINS, rule=lambda mm, a, b: mm.begin[a] <= mm.begin[b])
         if self.objective == "makespan":
-            floor = math.ceil(lower_bound(data) / delta - 1e-9)
+            floor = 0 if round_down else math.ceil(lower_bound(data) / delta - 1e-9)
             # C counts whole slots (every completion is an integer slot), so it is declared
             # integer: the solver may then round its bound up.
             m.C = pyo.Var(domain=pyo.NonNegativeIntegers, bounds=(min(floor, horizon), horizon))
@@ -356,8 +365,6 @@ class TimeIndexed(SaturnMilp):
         return placed
 
     def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
-        from dataclasses import replace
-
         opts = replace(options or SolverOptions(), warm_start=True)
         if opts.solver == "highs" and "presolve" not in opts.extra:
             # HiGHS's presolve (probing on the dense capacity rows) ignores the time limit
@@ -394,18 +401,66 @@ class TimeIndexed(SaturnMilp):
             },
         )
         solution.metrics["grid_exact"] = grid_is_exact(data, delta)
-        if not solution.metrics["grid_exact"] and solution.status == Status.OPTIMAL:
-            # Optimal on the grid only: runtimes were rounded up to whole slots.
-            solution.status = Status.FEASIBLE
-            solution.diagnostics.append(
-                f"optimal on a grid of {delta:.6g} s slots with runtimes rounded up; the exact "
-                "optimum may be lower (set slot_s to a divisor of all runtimes for an exact grid)"
-            )
+        if not solution.metrics["grid_exact"]:
+            self._bound_from_rounded_down_grid(solution, data, delta, start, opts, t2 - t1)
         solution.solver = opts.solver
         solution.timings = Timings(
             build_s=t1 - t0, solve_s=t2 - t1, extract_s=time.perf_counter() - t2
         )
         return solution
+
+    def _bound_from_rounded_down_grid(
+        self,
+        solution: Solution,
+        data: SaturnData,
+        delta: float,
+        start: list[Placement],
+        opts: SolverOptions,
+        spent_s: float,
+    ) -> None:
+        """Raise ``solution.bound`` with the grid model whose runtimes and releases are rounded
+        *down*, and claim ``optimal`` only when the exact makespan meets the bound.
+
+        Validity: snap any exact schedule to the grid (start floor(S/delta), length
+        floor(r/delta) slots).  Jobs in sequence stay in sequence (floor x + floor y <= floor
+        (x + y)), and all jobs using slot tau in the snapped schedule were running together
+        just before (tau + 1) delta in the exact one, so capacities hold: the rounded-down
+        optimum (and any dual bound of it) times delta is at most the exact optimum.
+        Time: what is left of the time limit, else as long as the main solve took (>= 1 s).
+        """
+        was_optimal = solution.status == Status.OPTIMAL
+        if was_optimal:  # optimal on the grid only, until the bound below says otherwise
+            solution.status = Status.FEASIBLE
+        if self.objective != "makespan" or solution.objective is None:
+            return
+        if opts.time_limit_s is not None:
+            budget = opts.time_limit_s - spent_s
+        else:
+            budget = max(1.0, spent_s)
+        if budget < 0.5:
+            return
+        down = {
+            (j, o): math.floor(opt.runtime / delta + 1e-9)
+            for j, opts_j in enumerate(data.options)
+            for o, opt in enumerate(opts_j)
+        }
+        model = self.build_from(data, delta, down, start, round_down=True)
+        result = PersistentSolver(replace(opts, time_limit_s=budget)).solve(model)
+        if result.bound is None:
+            return
+        grid_bound = math.ceil(result.bound - 1e-6) * delta  # C is integer
+        solution.metrics["rounded_down_grid_bound_s"] = grid_bound
+        if solution.bound is None or grid_bound > solution.bound:
+            solution.bound = grid_bound
+        solution.gap = max(0.0, (solution.objective - solution.bound) / solution.objective)
+        if solution.gap <= 1e-9:  # the exact schedule meets a proven bound
+            solution.status = Status.OPTIMAL
+        elif was_optimal:
+            solution.diagnostics.append(
+                f"optimal on a grid of {delta:.6g} s slots with runtimes rounded up; exact "
+                f"makespan {solution.objective:.6g} s, proven lower bound {solution.bound:.6g} s "
+                "(from the grid with runtimes rounded down)"
+            )
 
     def extract(
         self, model: pyo.ConcreteModel, instance: Instance, result: SolveResult
