@@ -11,7 +11,7 @@ elsewhere X[j,k] is fixed to 0 (``allowed``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -74,26 +74,6 @@ class GavelData:
     def best_throughput(self) -> FloatArray:
         """max_k T[j,k] over allowed types (0 when none)."""
         return self.throughput.max(axis=1) if self.throughput.size else np.zeros(self.num_jobs)
-
-    def agnostic_view(self) -> GavelData:
-        """The problem as a heterogeneity-agnostic policy sees it.
-
-        Every allowed T[j,k] is replaced by the job's equal-share throughput T_eq[j], so the
-        policy believes a job runs equally fast on every type (for max-min fairness this is
-        Gavel's T = 1, since the objective is normalized by T_eq).  Co-located throughputs keep
-        their ratio to the solo throughput on the same type.
-        """
-        teq = self.equal_share_throughput()
-        flat = np.where(self.allowed, teq[:, None], 0.0)
-        pair_t = self.pair_throughput.copy()
-        for p, (a, b) in enumerate(self.pairs):
-            for side, j in enumerate((a, b)):
-                solo = self.throughput[j]
-                ratio = np.divide(
-                    pair_t[p, :, side], solo, out=np.zeros_like(solo), where=solo > 0
-                )
-                pair_t[p, :, side] = ratio * teq[j]
-        return replace(self, throughput=flat, pair_throughput=pair_t)
 
 
 def gavel_data(instance: Instance, *, space_sharing: bool = False) -> GavelData:
