@@ -366,9 +366,10 @@ def _solo_plans(
     return plans
 
 
-def _advance_solo(
-    plan: _TypePlan,
+def _advance(
+    units: Sequence[Unit],
     masks: list[int],
+    previous: Sequence[int],
     acc: str,
     now: float,
     length: float,
@@ -380,13 +381,14 @@ def _advance_solo(
     done_now: list[JobState],
     last_end: float,
 ) -> float:
-    """Progress of the single jobs on ``acc`` through the round (the general loop of
-    :func:`_run` without pairs); returns the latest finish so far."""
+    """Progress of the jobs placed on ``acc`` through the round; returns the latest finish
+    so far.  ``previous[i]`` is unit i's mask the last time it ran on ``acc`` (0 if it did not:
+    masks are never 0), so a changed placement is ``previous != mask``."""
     ftol = FINISH_TOLERANCE
     new_run = tuple.__new__
     add_run = runs.append
     add_still = still.append
-    for (js, thr, _), job_mask, prev in zip(plan.units, masks, plan.previous, strict=True):
+    for (js, thr, mate), job_mask, prev in zip(units, masks, previous, strict=True):
         overhead = 0.0
         # prev is the job's last mask when it last ran on acc, else 0 (masks are never 0)
         if prev != job_mask:
@@ -423,7 +425,8 @@ def _advance_solo(
         if js.start_time is None:
             js.start_time = now
         js.last_round_run = round_index
-        add_run(new_run(RunRecord, (js.id, acc, job_mask, None, overhead, end)))
+        partner = None if mate is None else mate.id
+        add_run(new_run(RunRecord, (js.id, acc, job_mask, partner, overhead, end)))
     return last_end
 
 
@@ -536,8 +539,6 @@ def _run(
     idle = 0
     decide_s = 0.0
     stopped = "all jobs finished"
-    ftol = FINISH_TOLERANCE
-    new_run = tuple.__new__  # RunRecord without the Python-level NamedTuple constructor
     for js in pending:  # jobs handed over mid-life keep their last placement
         last_mask[js.id] = ids_mask(js.last_gpu_ids or ())
         js.time_on = {**dict.fromkeys(counts, 0.0), **js.time_on}
@@ -583,53 +584,14 @@ def _run(
                 continue
             # placement: GPU ids per type, sticky first
             masks = placers[acc].place(plan.gangs, plan.previous)
-            if solo:
-                last_end = _advance_solo(plan, masks, acc, now, length, round_index, last_mask,
-                                         overhead_paid, runs, still, done_now, last_end)
-                continue
             units: list[Unit] = plan.units
-            if any(mate is not None for _, _, mate in units):
+            before: Sequence[int] = plan.previous
+            if not solo and any(mate is not None for _, _, mate in units):
                 units, masks = _pair_members(units, masks, plan.gangs, acc)
-            # progress
-            for (js, thr, mate), job_mask in zip(units, masks, strict=True):
-                partner = None if mate is None else mate.id
-                job_id = js.id
-                last_acc = js.last_accelerator
-                overhead = 0.0
-                if last_acc != acc or last_mask[job_id] != job_mask:
-                    if last_acc is not None:  # a first start is free
-                        overhead = min(js.switch_overhead_s, length)
-                        js.migrations += 1
-                        overhead_paid[job_id] = overhead_paid.get(job_id, 0.0) + overhead
-                    js.last_accelerator = acc
-                    js.last_gpu_ids = mask_ids(job_mask)
-                    last_mask[job_id] = job_mask
-                run_s = length - overhead
-                total_steps = js.total_steps
-                remaining = total_steps - js.steps_done
-                if remaining - thr * run_s <= ftol * total_steps:
-                    held = overhead + remaining / thr
-                    if held > length:
-                        held = length
-                    end = now + held
-                    js.steps_done = total_steps
-                    js.finish_time = end
-                    done_now.append(js)
-                    if end > last_end:
-                        last_end = end
-                else:
-                    held = length
-                    end = now + length
-                    js.steps_done += thr * run_s
-                    still.append(js)
-                js.time_on[acc] += held
-                js.executed_s += held
-                js.attained_service_s += held * js.scale_factor
-                js.rounds_run += 1
-                if js.start_time is None:
-                    js.start_time = now
-                js.last_round_run = round_index
-                runs.append(new_run(RunRecord, (job_id, acc, job_mask, partner, overhead, end)))
+                before = [last_mask.get(js.id, 0) if js.last_accelerator == acc else 0
+                          for js, _, _ in units]
+            last_end = _advance(units, masks, before, acc, now, length, round_index, last_mask,
+                                overhead_paid, runs, still, done_now, last_end)
 
         for js in previous:
             if js.last_round_run != round_index:  # ran last round, waits now
