@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable, Iterable, Sequence
+from itertools import pairwise
 
 from schedlab.policies.base import Policy
 from schedlab.policies.state import Assignment, ClusterState, JobState
@@ -52,12 +53,29 @@ def was_running(job: JobState, state: ClusterState) -> bool:
     )
 
 
+def _arrival_key(job: JobState) -> tuple[float, str]:
+    return (job.arrival, job.id)
+
+
+def by_arrival(state: ClusterState) -> list[JobState]:
+    """The active jobs sorted by (arrival, id).
+
+    ``state.active`` is in admission order, which is arrival order; it differs from (arrival,
+    id) only among jobs with equal arrivals, so the sort is skipped when the list is already
+    in order (one linear pass)."""
+    active = state.active
+    key = _arrival_key
+    if all(key(a) < key(b) for a, b in pairwise(active)):
+        return active
+    return sorted(active, key=key)
+
+
 def keep_running(state: ClusterState, free: FreeGpus) -> tuple[list[Assignment], list[JobState]]:
     """Non-preemption: every job that ran last round keeps its type while its gang still fits
     (taken from ``free``).  Returns (their assignments, the other jobs), in arrival order."""
     out: list[Assignment] = []
     waiting: list[JobState] = []
-    for job in sorted(state.active, key=lambda j: (j.arrival, j.id)):
+    for job in by_arrival(state):
         k = job.last_accelerator
         if was_running(job, state) and k is not None and free.fits(job.scale_factor, k):
             free.take(job.scale_factor, k)
@@ -127,7 +145,12 @@ def place_in_order(
     (head-of-line blocking).  ``free`` is updated in place.
     """
     out: list[Assignment] = []
+    most = max(free.free.values(), default=0)  # a gang larger than this fits nowhere
     for job in ranked:
+        if job.scale_factor > most:  # fits no type: same outcome as an empty first_fit
+            if not backfill or most == 0:  # (with no GPU left, no later job fits either)
+                break
+            continue
         k = free.first_fit(job, preference(job))
         if k is None:
             if not backfill:
@@ -135,6 +158,7 @@ def place_in_order(
             continue
         free.take(job.scale_factor, k)
         out.append(Assignment(job.id, k))
+        most = max(free.free.values())
     return out
 
 
@@ -209,7 +233,7 @@ class RandomOrder(Policy):
         seed = state.seed if self.seed is None else self.seed
         if self._rng is None or self._rng_seed != seed:
             self._rng, self._rng_seed = random.Random(seed), seed
-        ranked = sorted(state.active, key=lambda j: (j.arrival, j.id))
+        ranked = list(by_arrival(state))
         self._rng.shuffle(ranked)
 
         def preference(job: JobState) -> list[str]:

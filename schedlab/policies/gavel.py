@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import logging
 import time
+from operator import attrgetter
 from typing import Literal
 
 import highspy
@@ -61,6 +62,8 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 Method = Literal["auto", "array", "generic"]
+
+_job_id = attrgetter("id")
 
 #: Classes without active jobs the persistent LP keeps before it is rebuilt without them.
 _MAX_IDLE_CLASSES = 64
@@ -349,6 +352,7 @@ class GavelPolicy(Policy):
         self._ran_pairs: list[tuple[str, str, int]] = []
         self._last_now = 0.0
         self._assignments: dict[str, list[Assignment]] = {}  # per job, one per type
+        self._assignment_flat: list[Assignment] = []  # per slot * K + type
         self._assignment_rows: list[list[Assignment]] = []
         self._candidates: PriorityCandidates | None = None
         self._cand_slot = np.zeros(0, dtype=np.int64)
@@ -409,12 +413,15 @@ class GavelPolicy(Policy):
                 thr = np.array([js.throughput.get(k, 0.0) for k in self.types])
                 self._runnable[slot] = (thr > 0) & (js.scale_factor <= self.gpus)
                 self._received[slot] = [js.time_on.get(k, 0.0) for k in self.types]
-                self._assignments[js.id] = [Assignment(js.id, k) for k in self.types]
+                row = [Assignment(js.id, k) for k in self.types]
+                self._assignments[js.id] = row
+                self._assignment_flat.extend(row)  # index slot * K + k
                 if self._lp is not None:
                     self._class[slot] = self._lp.class_of(js.scale_factor, js.weight, thr)
-        self._ids = [js.id for js in state.active]
-        self._rows = np.array([slot_of[i] for i in self._ids], dtype=np.int64)
-        self._assignment_rows = [self._assignments[i] for i in self._ids]
+        ids = list(map(_job_id, state.active))
+        self._ids = ids
+        self._rows = np.fromiter(map(slot_of.__getitem__, ids), dtype=np.int64, count=len(ids))
+        self._assignment_rows = list(map(self._assignments.__getitem__, ids))
         self._seen_version = state.job_set_version
         self._candidates = None
 
@@ -591,10 +598,8 @@ class GavelPolicy(Policy):
             # per candidate, in the static order
             self._cand_slot = rows[candidates.unit]
             self._cand_flat = self._cand_slot * num_types + candidates.acc
-            table = self._assignment_rows
-            self._cand_assign = [table[u][k] for u, k in
-                                 zip(candidates.unit.tolist(), candidates.acc.tolist(),
-                                     strict=True)]
+            self._cand_assign = list(map(self._assignment_flat.__getitem__,
+                                         self._cand_flat.tolist()))
             self._gang_list = self._gang[rows].tolist()
         received = self._received.reshape(-1)[self._cand_flat]
         age = state.now - self._arrival[self._cand_slot]

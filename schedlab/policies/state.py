@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from schedlab.instance import Cluster
 
 
-@dataclass
+@dataclass(slots=True)
 class JobState:
     """One job's description and its progress so far."""
 
