@@ -292,6 +292,30 @@ def test_max_rounds_and_progress_callback() -> None:
     assert result.to_dataframe()["finish"].isna().all()
 
 
+def test_a_plan_list_changed_in_place_is_not_taken_for_a_repeat() -> None:
+    """The engine reuses last round's placement when the decision repeats; a policy that
+    returns the same list object with new contents must still get its new plan (hand
+    computed below)."""
+    plan: list[Assignment] = []
+
+    def alternate(state: ClusterState) -> list[Assignment]:
+        ids = [js.id for js in state.active]
+        turn = ids[state.round_index % len(ids)]
+        plan[:] = [Assignment(turn, "v100")]  # the same list object every round
+        return plan
+
+    result = simulate([job("a", 1000.0, v100=1.0), job("b", 1000.0, v100=1.0)], cluster(v100=1),
+                      Fixed(alternate), round_s=360.0)
+    ran = [r.runs[0].job for r in result.rounds]
+    # a, b alternate while both are active: a needs rounds 0, 2, 4 (1080 steps >= 1000), so a
+    # finishes in round 4 at 4 x 360 + (1000 - 720) = 1720 s; b then runs alone
+    assert ran[:5] == ["a", "b", "a", "b", "a"]
+    assert finish(result, "a") == pytest.approx(1720.0)
+    # round 4 held only a, which finished, so it ends at 1720 s; b ran rounds 1 and 3 (720
+    # steps) and needs 280 s more from 1720 s
+    assert finish(result, "b") == pytest.approx(1720.0 + 280.0)
+
+
 def test_determinism_for_a_seed() -> None:
     jobs = [job(str(i), 200 + 97 * i, arrival=50.0 * i, scale=1 + i % 2, a=1.0 + i % 3, b=2.0)
             for i in range(8)]

@@ -559,6 +559,11 @@ def _run(
     overhead_paid: dict[str, float] = {}
     rounds: list[RoundRecord] = []
     previous: list[JobState] = []  # jobs that ran in the round just simulated
+    # the last solo plan as placed (type, units, GPU masks), the decision it came from and the
+    # job-set version then: a round whose decision repeats it reuses the placement
+    repeat_layout: list[tuple[str, list[Unit], list[int]]] | None = None
+    repeat_of: list[Assignment] = []
+    repeat_version = -1
     now = pending[0].arrival if pending else 0.0
     round_index = 0
     version = 0
@@ -596,28 +601,39 @@ def _run(
         t0 = time.perf_counter()
         decision = policy.decide(state)
         decide_s += time.perf_counter() - t0
-        plans = _solo_plans(decision, fits, counts, last_mask)
-        solo = plans is not None
-        if plans is None:  # pairs, or a plan to reject: the full check
-            plans = _check_decision(decision, by_id, counts, last_mask, name, round_index)
-
         runs: list[RunRecord] = []
         still: list[JobState] = []  # ran this round, not finished
         done_now: list[JobState] = []
         last_end = now
-        for acc, plan in plans.items():
-            if not plan.units:
-                continue
-            # placement: GPU ids per type, sticky first
-            masks = placers[acc].place(plan.gangs, plan.previous)
-            units: list[Unit] = plan.units
-            before: Sequence[int] = plan.previous
-            if not solo and any(mate is not None for _, _, mate in units):
-                units, masks = _pair_members(units, masks, plan.gangs, acc)
-                before = [last_mask.get(js.id, 0) if js.last_accelerator == acc else 0
-                          for js, _, _ in units]
-            last_end = _advance(units, masks, before, acc, now, length, round_index, last_mask,
-                                overhead_paid, runs, still, done_now, last_end)
+        if repeat_layout is not None and version == repeat_version and decision == repeat_of:
+            # The plan of the last round again, and no job arrived or finished since: it
+            # passed the checks then, and every gang finds its GPUs free (sticky placement).
+            for acc, units, masks in repeat_layout:
+                last_end = _advance(units, masks, masks, acc, now, length, round_index,
+                                    last_mask, overhead_paid, runs, still, done_now, last_end)
+        else:
+            plans = _solo_plans(decision, fits, counts, last_mask)
+            solo = plans is not None
+            if plans is None:  # pairs, or a plan to reject: the full check
+                plans = _check_decision(decision, by_id, counts, last_mask, name, round_index)
+            layout: list[tuple[str, list[Unit], list[int]]] = []
+            for acc, plan in plans.items():
+                if not plan.units:
+                    continue
+                # placement: GPU ids per type, sticky first
+                masks = placers[acc].place(plan.gangs, plan.previous)
+                units: list[Unit] = plan.units
+                before: Sequence[int] = plan.previous
+                if not solo and any(mate is not None for _, _, mate in units):
+                    units, masks = _pair_members(units, masks, plan.gangs, acc)
+                    before = [last_mask.get(js.id, 0) if js.last_accelerator == acc else 0
+                              for js, _, _ in units]
+                layout.append((acc, units, masks))
+                last_end = _advance(units, masks, before, acc, now, length, round_index,
+                                    last_mask, overhead_paid, runs, still, done_now, last_end)
+            repeat_layout = layout if solo else None
+            repeat_of = list(decision)  # a copy: a policy may reuse its list
+        repeat_version = version
 
         for js in previous:
             if js.last_round_run != round_index:  # ran last round, waits now
