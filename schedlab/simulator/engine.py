@@ -608,8 +608,8 @@ def _run(
         if repeat_layout is not None and version == repeat_version and decision == repeat_of:
             # The plan of the last round again, and no job arrived or finished since: it
             # passed the checks then, and every gang finds its GPUs free (sticky placement).
-            for acc, units, masks in repeat_layout:
-                last_end = _advance(units, masks, masks, acc, now, length, round_index,
+            for acc, same_units, same_masks in repeat_layout:
+                last_end = _advance(same_units, same_masks, same_masks, acc, now, length, round_index,
                                     last_mask, overhead_paid, runs, still, done_now, last_end)
         else:
             plans = _solo_plans(decision, fits, counts, last_mask)
