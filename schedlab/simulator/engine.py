@@ -609,8 +609,9 @@ def _run(
             # The plan of the last round again, and no job arrived or finished since: it
             # passed the checks then, and every gang finds its GPUs free (sticky placement).
             for acc, same_units, same_masks in repeat_layout:
-                last_end = _advance(same_units, same_masks, same_masks, acc, now, length, round_index,
-                                    last_mask, overhead_paid, runs, still, done_now, last_end)
+                last_end = _advance(same_units, same_masks, same_masks, acc, now, length,
+                                    round_index, last_mask, overhead_paid, runs, still,
+                                    done_now, last_end)
         else:
             plans = _solo_plans(decision, fits, counts, last_mask)
             solo = plans is not None
