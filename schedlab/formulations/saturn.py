@@ -19,14 +19,16 @@ slot t (t >= ceil(a_j/delta), t + p_o <= T, g_o <= G_n):
 
 The default slot is the greatest common divisor of all runtimes and releases (at 1 ms
 resolution) when that gives at most 4 ``max_slots`` slots: the grid is then exact and
-``optimal`` means optimal.  Otherwise runtimes are rounded up, and a grid optimum is reported
-as ``feasible`` (``metrics["grid_exact"] = False``).
+``optimal`` means optimal.  Otherwise runtimes are rounded up (``metrics["grid_exact"] =
+False``), and a grid optimum is ``optimal`` only if a valid bound meets it (below).
 
 The grid schedule is then compacted with the exact runtimes (left shift in grid start order,
 keeping each job's option and node): a job never starts later than on the grid, so the exact
-makespan is <= the grid makespan C* delta.  Both are reported.  ``status`` refers to the grid
-model (``optimal`` = proven optimal on that grid); ``bound`` is the analytic lower bound of the
-exact problem, so ``gap`` is honest for the exact schedule.
+makespan is <= the grid makespan C* delta.  ``bound`` is the best lower bound of the *exact*
+problem found: the analytic bound, the assignment and energetic-reasoning bounds of
+``saturn_bounds`` and the rounded-down grid model (:meth:`TimeIndexed.
+_bound_from_rounded_down_grid`); ``status`` is ``optimal`` only when the exact makespan meets
+it.  The phases share one time limit (:meth:`TimeIndexed.solve`).
 
 **Disjunctive** (``saturn.disjunctive``), per-GPU assignment with big-M ordering as in the
 paper.  Binaries y[j,o,n] (option and node), z[j,n,u] (job j holds GPU u of node n), q[i,j]
@@ -63,8 +65,14 @@ from schedlab.formulations.saturn_baselines import (
     earliest_finish,
     greedy_placements,
     list_schedule,
+    local_search,
     schedule_solution,
     to_schedule,
+)
+from schedlab.formulations.saturn_bounds import (
+    add_valid_rows,
+    assignment_bound,
+    energetic_bound,
 )
 from schedlab.formulations.saturn_data import (
     NodeTimeline,
@@ -200,11 +208,24 @@ class TimeIndexed(SaturnMilp):
         slot_s: float | None = None,
         max_slots: int = 48,
         start_tries: int = 200,
+        target_gap: float = 1e-4,
+        bound_share: float = 0.15,
+        incumbent_share: float = 0.5,
+        polish_share: float = 0.1,
+        polish_moves: int = 20000,
     ) -> None:
         super().__init__(objective, dominance)
+        if not 0 <= target_gap < 1:
+            raise InputError(f"target_gap must be in [0, 1) (got {target_gap!r})",
+                             field="target_gap")
         self.slot_s = slot_s
         self.max_slots = max_slots
         self.start_tries = start_tries
+        self.target_gap = target_gap
+        self.bound_share = bound_share
+        self.incumbent_share = incumbent_share
+        self.polish_share = polish_share
+        self.polish_moves = polish_moves
 
     def grid(self, data: SaturnData) -> tuple[float, dict[tuple[int, int], int], list[Placement]]:
         """(slot length delta s, slots p[j,o], greedy placements on the grid)."""
@@ -251,12 +272,19 @@ class TimeIndexed(SaturnMilp):
         start: list[Placement],
         *,
         round_down: bool = False,
+        floor_s: float = 0.0,
+        horizon_slots: int | None = None,
     ) -> pyo.ConcreteModel:
         """The time-indexed model, with the greedy grid schedule loaded as MIP start.
 
         ``round_down``: the relaxation used for a lower bound (``slots`` and releases rounded
-        down; no analytic floor on C, which would not be valid for it)."""
-        horizon = max(round((s + o.runtime) / delta) for _, o, _, s in start)
+        down, C in seconds with the exact runtimes, see :meth:`_bound_from_rounded_down_grid`).
+        ``floor_s``: a proven lower bound (s) of the exact makespan, used as a floor on C.
+        ``horizon_slots``: the last slot (default: the end of ``start``)."""
+        if horizon_slots is not None:
+            horizon = horizon_slots
+        else:
+            horizon = max(round((s + o.runtime) / delta) for _, o, _, s in start)
         if self.objective == "weighted_completion":
             # a weighted optimum may be longer than the greedy makespan: allow a serial run
             longest = sum(max(slots[j, o] for o in range(len(opts)))
@@ -302,8 +330,10 @@ class TimeIndexed(SaturnMilp):
         twins = self.identical_pairs(data)
         m.TWINS = pyo.Set(initialize=twins, dimen=2, ordered=True)
         m.twin_order = pyo.Constraint(m.TWINS, rule=lambda mm, a, b: mm.begin[a] <= mm.begin[b])
-        if self.objective == "makespan":
-            floor = 0 if round_down else math.ceil(lower_bound(data) / delta - 1e-9)
+        if self.objective == "makespan" and round_down:
+            self._rounded_down_makespan(m, data, delta, index, floor_s, identical)
+        elif self.objective == "makespan":
+            floor = math.ceil(max(lower_bound(data), floor_s) / delta - 1e-9)
             # C counts whole slots (every completion is an integer slot), so it is declared
             # integer: the solver may then round its bound up.
             m.C = pyo.Var(domain=pyo.NonNegativeIntegers, bounds=(min(floor, horizon), horizon))
@@ -340,12 +370,51 @@ class TimeIndexed(SaturnMilp):
         if start_keys <= set(index):
             for key in index:
                 m.x[key].value = 1.0 if key in start_keys else 0.0
-            if self.objective == "makespan":
+            if self.objective == "makespan" and round_down:
+                m.C.value = max(
+                    [m.C.lb or 0.0]
+                    + [t * delta + data.options[j][o].runtime for j, o, _, t in start_keys])
+            elif self.objective == "makespan":
                 m.C.value = max(t + slots[j, o] for j, o, _, t in start_keys)
         m.delta = delta
         m.slots = slots
         m.horizon_slots = horizon
         return m
+
+    @staticmethod
+    def _rounded_down_makespan(
+        m: pyo.ConcreteModel,
+        data: SaturnData,
+        delta: float,
+        index: list[tuple[int, int, int, int]],
+        floor_s: float,
+        identical: bool,
+    ) -> None:
+        """Makespan rows of the rounded-down (bound) model, C in seconds:
+
+        * ``finish[j]``: C >= sum (t delta + r_o) x[j,o,n,t]  (exact runtime after the slot)
+        * ``length``, ``energy``, ``clique``: :func:`saturn_bounds.add_valid_rows` with
+          [j runs o on n] = sum_t x[j,o,n,t] and exact runtimes
+        * ``node_order``: identical nodes labelled by decreasing rounded-down GPU-slots.
+        """
+        m.C = pyo.Var(bounds=(floor_s, None))
+        finish: dict[int, list[Any]] = defaultdict(list)
+        chosen: dict[tuple[int, int, int], list[Any]] = defaultdict(list)
+        work: dict[int, list[Any]] = defaultdict(list)
+        for j, o, n, t in index:
+            x = m.x[j, o, n, t]
+            opt = data.options[j][o]
+            finish[j].append((t * delta + opt.runtime) * x)
+            chosen[j, o, n].append(x)
+            work[n].append(opt.gpus * math.floor(opt.runtime / delta + 1e-9) * x)
+        m.finish = pyo.Constraint(m.J, rule=lambda mm, j: mm.C >= pyo.quicksum(finish[j]))
+        add_valid_rows(m, data, m.C, {key: pyo.quicksum(xs) for key, xs in chosen.items()})
+        if identical and len(data.nodes) > 1:
+            m.NN = pyo.Set(initialize=range(len(data.nodes) - 1))
+            m.node_order = pyo.Constraint(
+                m.NN, rule=lambda mm, n: pyo.quicksum(work[n]) >= pyo.quicksum(work[n + 1])
+            )
+        m.obj = pyo.Objective(expr=m.C)
 
     @staticmethod
     def identical_pairs(data: SaturnData) -> list[tuple[int, int]]:
@@ -365,18 +434,43 @@ class TimeIndexed(SaturnMilp):
         return placed
 
     def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
+        """Three phases within one time limit (makespan objective):
+
+        1. a valid bound from the small assignment and energetic-reasoning MIPs
+           (``saturn_bounds``; at most ``bound_share`` of the limit),
+        2. the grid model (rounded-up runtimes, MIP start = greedy grid schedule, C floored at
+           the phase-1 bound) for at most ``incumbent_share`` of what is left, then the exact
+           left-shifted schedule,
+        3. unless the grid is exact or the gap already <= ``target_gap``: the rounded-down grid
+           model for the rest (:meth:`_bound_from_rounded_down_grid`).
+
+        ``bound`` is the best valid bound of the exact problem; ``status`` is ``optimal`` only
+        when the exact makespan meets it within ``target_gap`` (relative, default 1e-4 as a MIP
+        solver's optimality tolerance; ``gap`` gives the value), ``time_limit`` when a phase
+        was cut short by the limit, else ``feasible``.
+        """
         opts = replace(options or SolverOptions(), warm_start=True)
         if opts.solver == "highs" and "presolve" not in opts.extra:
             # HiGHS's presolve (probing on the dense capacity rows) ignores the time limit
             # on these models (10 s under a 1 s limit) and rarely pays off here.
             opts = replace(opts, extra={**opts.extra, "presolve": "off"})
         t0 = time.perf_counter()
+        limit = opts.time_limit_s
+        deadline = None if limit is None else t0 + limit
         data = self.data(instance)
         delta, slots, start = self.grid(data)
-        m = self.build_from(data, delta, slots, start)
+        bound_s = lower_bound(data)
+        if self.objective == "makespan" and data.num_jobs:
+            bound_s = self._combinatorial_bound(data, opts, t0)
+        m = self.build_from(data, delta, slots, start, floor_s=bound_s)
         t1 = time.perf_counter()
-        result = PersistentSolver(opts).solve(m)
-        t2 = time.perf_counter()
+        main_opts = opts
+        if deadline is not None:
+            left = deadline - t1
+            exact_grid = grid_is_exact(data, delta)
+            share = 1.0 if exact_grid or self.objective != "makespan" else self.incumbent_share
+            main_opts = replace(opts, time_limit_s=max(0.1, share * left))
+        result = PersistentSolver(main_opts).solve(m)
         if result.status.has_solution:
             placed = self.placements(m, data)
         else:  # no incumbent at all (cannot happen with the MIP start, kept for safety)
@@ -385,12 +479,20 @@ class TimeIndexed(SaturnMilp):
         grid_makespan = max(
             s + math.ceil(o.runtime / delta - 1e-9) * delta for _, o, _, s in placed
         )
+        milp_makespan = makespan(to_schedule(data, left_shift(data, placed)))
+        if self.objective == "makespan" and self.polish_moves > 0 and (
+                milp_makespan - bound_s > self.target_gap * milp_makespan):
+            budget = math.inf if deadline is None else self.polish_share * (limit or 0.0)
+            placed = local_search(data, left_shift(data, placed), budget,
+                                  max_moves=self.polish_moves)
+        t2 = time.perf_counter()
         solution = self.finish_solution(
             instance,
             data,
             placed,
             result,
             {
+                "milp_exact_makespan_s": milp_makespan,
                 "slot_s": delta,
                 "horizon_slots": m.horizon_slots,
                 "binaries": len(m.x),
@@ -398,69 +500,113 @@ class TimeIndexed(SaturnMilp):
                 "grid_bound_s": (result.bound * delta
                                  if result.bound is not None and self.objective == "makespan"
                                  else None),
+                "combinatorial_bound_s": bound_s if self.objective == "makespan" else None,
+                "target_gap": self.target_gap,
             },
         )
         solution.metrics["grid_exact"] = grid_is_exact(data, delta)
-        if not solution.metrics["grid_exact"]:
-            self._bound_from_rounded_down_grid(solution, data, delta, start, opts, t2 - t1)
+        if self.objective == "makespan" and solution.objective is not None:
+            solution.bound = max(solution.bound or 0.0, bound_s)
+            if solution.metrics["grid_exact"] and result.bound is not None:
+                # exact grid: an optimal schedule left-shifts onto the grid, so the grid
+                # model's dual bound (C in whole slots) is valid for the exact problem
+                solution.bound = max(solution.bound, math.ceil(result.bound - 1e-6) * delta)
+            solution.gap = max(0.0, (solution.objective - solution.bound) / solution.objective)
+        cut_short = result.status == Status.TIME_LIMIT
+        if self.objective == "makespan":
+            cut_short |= self._bound_from_rounded_down_grid(
+                solution, data, delta, opts, deadline, t2 - t1)
+            if solution.gap is not None and solution.gap <= self.target_gap:
+                # the MIP convention (HiGHS's mip_rel_gap is 1e-4 too): optimal within the
+                # relative gap tolerance; ``gap`` says how close
+                solution.status = Status.OPTIMAL
+            else:
+                solution.status = Status.TIME_LIMIT if cut_short else Status.FEASIBLE
+        elif not solution.metrics["grid_exact"] and solution.status == Status.OPTIMAL:
+            solution.status = Status.FEASIBLE  # optimal on the rounded-up grid only
         solution.solver = opts.solver
         solution.timings = Timings(
             build_s=t1 - t0, solve_s=t2 - t1, extract_s=time.perf_counter() - t2
         )
         return solution
 
+    def _combinatorial_bound(self, data: SaturnData, opts: SolverOptions, t0: float) -> float:
+        """Phase 1 of :meth:`solve`: max(analytic bound, :func:`saturn_bounds.assignment_bound`,
+        :func:`saturn_bounds.energetic_bound` below the greedy exact makespan), within
+        ``bound_share`` of the time limit (all valid lower bounds of the exact problem)."""
+        limit = opts.time_limit_s
+        stop = None if limit is None else t0 + self.bound_share * limit
+        sub = replace(opts, warm_start=False, extra={}, time_limit_s=None if stop is None
+                      else max(0.1, stop - time.perf_counter()))
+        bound = assignment_bound(data, sub)
+        upper = makespan(to_schedule(data, greedy_placements(data)))
+        if upper - bound > self.target_gap * upper and (
+                stop is None or time.perf_counter() < stop - 0.2):
+            bound = energetic_bound(data, bound, upper, options=sub,
+                                    tolerance=max(self.target_gap / 4, 1e-4), deadline_s=stop)
+        return bound
+
     def _bound_from_rounded_down_grid(
         self,
         solution: Solution,
         data: SaturnData,
         delta: float,
-        start: list[Placement],
         opts: SolverOptions,
+        deadline: float | None,
         spent_s: float,
-    ) -> None:
+    ) -> bool:
         """Raise ``solution.bound`` with the grid model whose runtimes and releases are rounded
-        *down*, and claim ``optimal`` only when the exact makespan meets the bound.
+        *down* (``build_from(..., round_down=True)``); True when cut short by the time limit.
 
-        Validity: snap any exact schedule to the grid (start floor(S/delta), length
-        floor(r/delta) slots).  Jobs in sequence stay in sequence (floor x + floor y <= floor
-        (x + y)), and all jobs using slot tau in the snapped schedule were running together
-        just before (tau + 1) delta in the exact one, so capacities hold: the rounded-down
-        optimum (and any dual bound of it) times delta is at most the exact optimum.
+        Validity: take an optimal exact schedule (makespan C* <= U, the incumbent's makespan)
+        and snap it to the grid: start slot floor(S_j/delta), length floor(r_o/delta) slots.
+        Jobs in sequence stay in sequence (floor x + floor y <= floor(x + y)), all jobs using
+        slot tau in the snapped schedule were running together just before (tau + 1) delta in
+        the exact one, so capacities hold, and every snapped job ends by floor(C*/delta) <=
+        floor(U/delta) (the horizon).  With C = C* the makespan rows hold too:
+        C* >= S_j + r_o >= floor(S_j/delta) delta + r_o (``finish``, exact runtime), and the
+        ``saturn_bounds`` rows hold for every exact schedule.  So the rounded-down optimum,
+        and any dual bound of it, is at most C*.  The model is skipped when the grid is exact
+        or the gap is already <= ``target_gap``.
         Time: what is left of the time limit, else as long as the main solve took (>= 1 s).
         """
-        was_optimal = solution.status == Status.OPTIMAL
-        if was_optimal:  # optimal on the grid only, until the bound below says otherwise
-            solution.status = Status.FEASIBLE
-        if self.objective != "makespan" or solution.objective is None:
-            return
-        if opts.time_limit_s is not None:
-            budget = opts.time_limit_s - spent_s
+        if solution.objective is None or solution.gap is None or solution.bound is None:
+            return False
+        if solution.gap <= self.target_gap or solution.metrics.get("grid_exact"):
+            return False
+        if deadline is not None:
+            budget = deadline - time.perf_counter()
         else:
             budget = max(1.0, spent_s)
         if budget < 0.5:
-            return
+            return deadline is not None
+        upper = solution.objective
         down = {
             (j, o): math.floor(opt.runtime / delta + 1e-9)
             for j, opts_j in enumerate(data.options)
             for o, opt in enumerate(opts_j)
         }
-        model = self.build_from(data, delta, down, start, round_down=True)
+        by_config = [{o.config: o for o in opts_j} for opts_j in data.options]
+        node_of = {nd.name: nd for nd in data.nodes}
+        index_of = {job: j for j, job in enumerate(data.job_ids)}
+        snapped: list[Placement] = [
+            (index_of[e.job], next(o for o in by_config[index_of[e.job]].values()
+                                   if o.technique == e.config and o.gpus == e.gpus),
+             node_of[e.node or ""], math.floor(e.start / delta + 1e-9) * delta)
+            for e in solution.schedule
+        ]
+        model = self.build_from(data, delta, down, snapped, round_down=True,
+                                floor_s=solution.bound,
+                                horizon_slots=math.floor(upper / delta + 1e-9))
         result = PersistentSolver(replace(opts, time_limit_s=budget)).solve(model)
         if result.bound is None:
-            return
-        grid_bound = math.ceil(result.bound - 1e-6) * delta  # C is integer
+            return result.status == Status.TIME_LIMIT
+        grid_bound = float(result.bound) - 1e-6 * max(1.0, abs(float(result.bound)))
         solution.metrics["rounded_down_grid_bound_s"] = grid_bound
-        if solution.bound is None or grid_bound > solution.bound:
+        if grid_bound > solution.bound:
             solution.bound = grid_bound
         solution.gap = max(0.0, (solution.objective - solution.bound) / solution.objective)
-        if solution.gap <= 1e-9:  # the exact schedule meets a proven bound
-            solution.status = Status.OPTIMAL
-        elif was_optimal:
-            solution.diagnostics.append(
-                f"optimal on a grid of {delta:.6g} s slots with runtimes rounded up; exact "
-                f"makespan {solution.objective:.6g} s, proven lower bound {solution.bound:.6g} s "
-                "(from the grid with runtimes rounded down)"
-            )
+        return result.status == Status.TIME_LIMIT
 
     def extract(
         self, model: pyo.ConcreteModel, instance: Instance, result: SolveResult

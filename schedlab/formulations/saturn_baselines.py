@@ -202,3 +202,63 @@ register(
     "Saturn baseline: random order and random configuration (seeded)",
     rule="random",
 )
+
+
+def serial_makespan(data: SaturnData, sequence: Sequence[tuple[int, Option, NodeSpec]]
+                    ) -> tuple[float, list[Placement]]:
+    """Place jobs in ``sequence`` with their fixed option and node, each at its earliest
+    feasible start (serial schedule generation); returns (makespan s, placements)."""
+    timeline = NodeTimeline(data.nodes)
+    placed: list[Placement] = []
+    end = 0.0
+    for j, option, node in sequence:
+        start = timeline.earliest(node.name, option.gpus, option.runtime, data.release[j])
+        timeline.place(node.name, option.gpus, start, option.runtime)
+        placed.append((j, option, node, start))
+        end = max(end, start + option.runtime)
+    return end, placed
+
+
+def local_search(
+    data: SaturnData,
+    placed: Sequence[Placement],
+    budget_s: float,
+    seed: int = 0,
+    max_moves: int | None = None,
+) -> list[Placement]:
+    """Polish a schedule for makespan: a random walk over (order, option, node) sequences
+    decoded by :func:`serial_makespan`, starting from ``placed`` in start order (whose serial
+    decoding is never longer than ``placed``: each job starts no later than before).  Moves:
+    move a job elsewhere in the order, swap two jobs, or give a job another (option, node);
+    a move is kept when the makespan does not grow.  Stops after ``budget_s`` seconds or
+    ``max_moves`` moves and returns the best placements seen (deterministic per ``seed``
+    when only ``max_moves`` binds)."""
+    rng = random.Random(seed)
+    sequence = [(j, o, n) for j, o, n, _ in sorted(placed, key=lambda p: (p[3], p[0]))]
+    current, best_placed = serial_makespan(data, sequence)
+    best = current
+    choices = {j: [(o, n) for o in data.options[j] for n in data.nodes if data.fits(o, n)]
+               for j in range(data.num_jobs)}
+    stop = time.perf_counter() + budget_s
+    moves = 0
+    while len(sequence) > 1 and time.perf_counter() < stop:
+        if max_moves is not None and moves >= max_moves:
+            break
+        moves += 1
+        trial = list(sequence)
+        i, k = rng.randrange(len(trial)), rng.randrange(len(trial))
+        move = rng.random()
+        if move < 0.4:
+            trial.insert(k, trial.pop(i))
+        elif move < 0.7:
+            trial[i], trial[k] = trial[k], trial[i]
+        else:
+            j = trial[i][0]
+            option, node = rng.choice(choices[j])
+            trial[i] = (j, option, node)
+        value, trial_placed = serial_makespan(data, trial)
+        if value <= current + 1e-9:
+            sequence, current = trial, value
+            if value < best - 1e-9:
+                best, best_placed = value, trial_placed
+    return best_placed
