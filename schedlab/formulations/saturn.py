@@ -26,9 +26,10 @@ The grid schedule is then compacted with the exact runtimes (left shift in grid 
 keeping each job's option and node): a job never starts later than on the grid, so the exact
 makespan is <= the grid makespan C* delta.  ``bound`` is the best lower bound of the *exact*
 problem found: the analytic bound, the assignment and energetic-reasoning bounds of
-``saturn_bounds`` and the rounded-down grid model (:meth:`TimeIndexed.
-_bound_from_rounded_down_grid`); ``status`` is ``optimal`` only when the exact makespan meets
-it.  The phases share one time limit (:meth:`TimeIndexed.solve`).
+``saturn_bounds``, the Benders decomposition of ``saturn_nodes`` (identical nodes, one release
+time) and the rounded-down grid model (:meth:`TimeIndexed._bound_from_rounded_down_grid`);
+``status`` is ``optimal`` only when the exact makespan meets it.  The phases share one time
+limit (:meth:`TimeIndexed.solve`).
 
 **Disjunctive** (``saturn.disjunctive``), per-GPU assignment with big-M ordering as in the
 paper.  Binaries y[j,o,n] (option and node), z[j,n,u] (job j holds GPU u of node n), q[i,j]
@@ -83,6 +84,7 @@ from schedlab.formulations.saturn_data import (
     saturn_data,
     weighted_completion,
 )
+from schedlab.formulations.saturn_nodes import benders_applicable, benders_makespan
 from schedlab.instance import Instance
 from schedlab.registry import register
 from schedlab.solution import Solution, Status, Timings
@@ -213,6 +215,9 @@ class TimeIndexed(SaturnMilp):
         incumbent_share: float = 0.5,
         polish_share: float = 0.1,
         polish_moves: int = 20000,
+        benders: bool = True,
+        benders_incumbent_share: float = 0.1,
+        benders_max_jobs_per_node: float = 12,
     ) -> None:
         super().__init__(objective, dominance)
         if not 0 <= target_gap < 1:
@@ -226,6 +231,9 @@ class TimeIndexed(SaturnMilp):
         self.incumbent_share = incumbent_share
         self.polish_share = polish_share
         self.polish_moves = polish_moves
+        self.benders = benders
+        self.benders_incumbent_share = benders_incumbent_share
+        self.benders_max_jobs_per_node = benders_max_jobs_per_node
 
     def grid(self, data: SaturnData) -> tuple[float, dict[tuple[int, int], int], list[Placement]]:
         """(slot length delta s, slots p[j,o], greedy placements on the grid)."""
@@ -441,8 +449,14 @@ class TimeIndexed(SaturnMilp):
         2. the grid model (rounded-up runtimes, MIP start = greedy grid schedule, C floored at
            the phase-1 bound) for at most ``incumbent_share`` of what is left, then the exact
            left-shifted schedule,
-        3. unless the grid is exact or the gap already <= ``target_gap``: the rounded-down grid
-           model for the rest (:meth:`_bound_from_rounded_down_grid`).
+        3. unless the grid is exact or the gap already <= ``target_gap``: with identical
+           nodes, one release time, HiGHS and at most ``benders_max_jobs_per_node`` jobs per
+           node (:meth:`_use_benders`), the logic-based Benders
+           decomposition of :mod:`saturn_nodes` until the limit (exact in continuous time: its
+           master's dual bound is a bound of the exact problem, its schedules replace the
+           grid one when shorter; the grid then gets only ``benders_incumbent_share`` of the
+           time after phase 1); then the rounded-down grid model for whatever is left
+           (:meth:`_bound_from_rounded_down_grid`).
 
         ``bound`` is the best valid bound of the exact problem; ``status`` is ``optimal`` only
         when the exact makespan meets it within ``target_gap`` (relative, default 1e-4 as a MIP
@@ -468,7 +482,9 @@ class TimeIndexed(SaturnMilp):
         if deadline is not None:
             left = deadline - t1
             exact_grid = grid_is_exact(data, delta)
-            share = 1.0 if exact_grid or self.objective != "makespan" else self.incumbent_share
+            share = 1.0 if exact_grid or self.objective != "makespan" else (
+                self.benders_incumbent_share if self._use_benders(data, opts)
+                else self.incumbent_share)
             main_opts = replace(opts, time_limit_s=max(0.1, share * left))
         result = PersistentSolver(main_opts).solve(m)
         if result.status.has_solution:
@@ -485,6 +501,27 @@ class TimeIndexed(SaturnMilp):
             budget = math.inf if deadline is None else self.polish_share * (limit or 0.0)
             placed = local_search(data, left_shift(data, placed), budget,
                                   max_moves=self.polish_moves)
+        benders_metrics: dict[str, Any] = {}
+        phase1_bound = bound_s
+        cut_short = result.status == Status.TIME_LIMIT
+        if self._use_benders(data, opts) and not grid_is_exact(data, delta):
+            polished = makespan(to_schedule(data, left_shift(data, placed)))
+            if polished - bound_s > self.target_gap * polished:
+                budget_end = deadline if deadline is not None else (
+                    time.perf_counter() + max(1.0, time.perf_counter() - t0))
+                benders = benders_makespan(data, floor=bound_s, upper=polished,
+                                           deadline=budget_end, target_gap=self.target_gap,
+                                           threads=opts.threads)
+                use = benders.placements is not None and benders.makespan < polished - 1e-9
+                if use and benders.placements is not None:
+                    placed = benders.placements
+                bound_s = max(bound_s, benders.bound)
+                cut_short |= deadline is not None and not benders.finished
+                benders_metrics = {"benders_bound_s": benders.bound,
+                                   "benders_makespan_s": benders.makespan,
+                                   "benders_iterations": benders.iterations,
+                                   "benders_cuts": benders.cuts,
+                                   "benders_schedule_used": use}
         t2 = time.perf_counter()
         solution = self.finish_solution(
             instance,
@@ -500,8 +537,10 @@ class TimeIndexed(SaturnMilp):
                 "grid_bound_s": (result.bound * delta
                                  if result.bound is not None and self.objective == "makespan"
                                  else None),
-                "combinatorial_bound_s": bound_s if self.objective == "makespan" else None,
+                "combinatorial_bound_s": (phase1_bound if self.objective == "makespan"
+                                          else None),
                 "target_gap": self.target_gap,
+                **benders_metrics,
             },
         )
         solution.metrics["grid_exact"] = grid_is_exact(data, delta)
@@ -512,7 +551,6 @@ class TimeIndexed(SaturnMilp):
                 # model's dual bound (C in whole slots) is valid for the exact problem
                 solution.bound = max(solution.bound, math.ceil(result.bound - 1e-6) * delta)
             solution.gap = max(0.0, (solution.objective - solution.bound) / solution.objective)
-        cut_short = result.status == Status.TIME_LIMIT
         if self.objective == "makespan":
             cut_short |= self._bound_from_rounded_down_grid(
                 solution, data, delta, opts, deadline, t2 - t1)
@@ -529,6 +567,15 @@ class TimeIndexed(SaturnMilp):
             build_s=t1 - t0, solve_s=t2 - t1, extract_s=time.perf_counter() - t2
         )
         return solution
+
+    def _use_benders(self, data: SaturnData, opts: SolverOptions) -> bool:
+        """The Benders phase runs for the makespan with HiGHS, identical nodes and one
+        release time (:func:`saturn_nodes.benders_applicable`), and at most
+        ``benders_max_jobs_per_node`` jobs per node on average: with more, the exact one-node
+        subproblems get too large (32 jobs on 2 nodes: one iteration in 50 s)."""
+        return (self.benders and self.objective == "makespan" and opts.solver == "highs"
+                and benders_applicable(data)
+                and data.num_jobs <= self.benders_max_jobs_per_node * len(data.nodes))
 
     def _combinatorial_bound(self, data: SaturnData, opts: SolverOptions, t0: float) -> float:
         """Phase 1 of :meth:`solve`: max(analytic bound, :func:`saturn_bounds.assignment_bound`,

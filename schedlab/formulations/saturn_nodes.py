@@ -1,0 +1,519 @@
+"""Exact one-node scheduling and logic-based Benders decomposition for Saturn's makespan.
+
+**One node** (:func:`node_makespan`).  Jobs i = (g_i GPUs, r_i s), all released at 0, on one
+node of G GPUs; minimize the makespan M*(S) of the set S.  Branch and bound over the serial
+schedule generation scheme (SGS): jobs are listed in order of their start times and each is
+placed at its earliest feasible start not before its predecessor's start.  Every *active*
+schedule (no job can start earlier without moving another) is produced by listing its jobs by
+start time, and some optimal schedule is active, so the search is exact.  A partial schedule
+with last start t and remaining jobs R is pruned when its bound reaches the incumbent:
+
+    max( max end placed,  t + max_{i in R} r_i,
+         t + (sum_{i in R} g_i r_i + GPU-seconds placed after t) / G,
+         (end of the last placed job with g > G/2 still running after t, else t)
+             + sum_{i in R, g_i > G/2} r_i )
+
+(the remaining jobs start at or after t; jobs with g > G/2 never overlap each other), or when
+some remaining job cannot end before the incumbent even at its earliest start beside the
+placed jobs.  Every placed job started at or before t, so the GPUs in use after t only drop
+(at end times): a job's earliest start is the first of t and those end times at which its GPUs
+are free, whatever its runtime.  Jobs starting together are listed by increasing index, jobs
+of equal (g, r) in a fixed order, and a state (remaining set, t, last job, running jobs after
+t) seen before is not expanded again.  Jobs with g = G run alone: they go last, one after
+another.
+
+**Benders** (:func:`benders_makespan`), identical nodes, equal releases.  The master is the
+assignment MIP of ``saturn_bounds`` (binaries y[j,o,n]: job j runs option o on node n; C; the
+``length``, ``energy`` and ``clique`` rows; job 0 on node 0) plus *cuts*.  Each master
+solution assigns a set S_n to every node; its exact per-node optima give a feasible schedule
+of makespan max_n M*(S_n).  For a node set S with (proven lower bound of) M*(S) = M and
+every node n' the cut
+
+    C >= M - sum_{(j,o) in S} r_o (1 - y[j,o,n'])
+
+is valid: a node running a superset of S needs at least M (adding jobs never shortens the
+optimum), and taking a job j out of S shortens the optimum by at most r_o (append j to an
+optimal schedule of S \\ {j} after its end: M*(S) <= M*(S \\ {j}) + r_o); nodes are identical,
+so it holds on any node.  Before it is added, S is shrunk to a subset with the same optimum
+(fewer terms, a stronger cut).  The master's optimum (or its dual bound) is therefore a lower
+bound of the exact optimal makespan at every iteration; the loop stops when it meets the best
+schedule within the target gap, or at the deadline.  New best schedules are polished by a
+local search over the assignment (:func:`improve_assignment`, incumbents only).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from schedlab.formulations.saturn_baselines import Placement
+from schedlab.formulations.saturn_data import Option, SaturnData, lower_bound
+
+log = logging.getLogger(__name__)
+
+#: time comparisons are made with this slack (s): runtimes are given to 0.1 s or 1 ms
+EPS = 1e-6
+
+
+@dataclass
+class NodeResult:
+    """Result of :func:`node_makespan`: ``makespan`` and ``starts`` of the best schedule found
+    (s, one per job, in input order), ``bound`` a proven lower bound (== makespan when
+    ``proven``), ``nodes`` branch-and-bound nodes visited."""
+
+    makespan: float
+    bound: float
+    starts: list[float]
+    proven: bool
+    nodes: int = 0
+
+
+def node_makespan(
+    jobs: Sequence[tuple[int, float]],
+    capacity: int,
+    *,
+    upper: float = math.inf,
+    node_limit: int = 200_000,
+    deadline: float | None = None,
+    first: bool = False,
+) -> NodeResult:
+    """Exact minimum makespan (s) of ``jobs`` = [(gpus, runtime s)] on one node of
+    ``capacity`` GPUs, all released at 0 (module docstring).  ``upper``: a makespan known to be
+    reachable (only schedules shorter than it are searched for; the result's makespan is then
+    inf when none is shorter).  ``node_limit``: branch-and-bound nodes before giving up; the
+    result is then not ``proven`` and ``bound`` is the root bound; the same at ``deadline``
+    (a ``time.perf_counter`` value).  ``first``: stop at the first schedule shorter than
+    ``upper`` (a yes/no question: is M* < upper?); its result is then not ``proven``."""
+    if any(g > capacity or g <= 0 for g, _ in jobs):
+        raise ValueError(f"every job needs 1..{capacity} GPUs, got {list(jobs)}")
+    n = len(jobs)
+    if n == 0:
+        return NodeResult(0.0, 0.0, [], True)
+    full = [i for i, (g, _) in enumerate(jobs) if g == capacity]
+    rest = [i for i in range(n) if jobs[i][0] < capacity]
+    serial = sum(jobs[i][1] for i in full)
+    inner = _search([jobs[i] for i in rest], capacity, upper - serial, node_limit, deadline,
+                    first)
+    if (rest and not inner.starts) or (not rest and serial >= upper - EPS):
+        # no schedule shorter than ``upper`` found (proven when the search was complete)
+        return NodeResult(math.inf, inner.bound + serial, [], inner.proven, inner.nodes)
+    starts = [0.0] * n
+    for k, i in enumerate(rest):
+        starts[i] = inner.starts[k] if inner.starts else 0.0
+    clock = inner.makespan if rest else 0.0
+    for i in full:
+        starts[i] = clock
+        clock += jobs[i][1]
+    return NodeResult(inner.makespan + serial, inner.bound + serial, starts, inner.proven,
+                      inner.nodes)
+
+
+def _search(jobs: list[tuple[int, float]], capacity: int, upper: float,
+            node_limit: int, deadline: float | None, first: bool) -> NodeResult:
+    """Branch and bound of :func:`node_makespan` for jobs with g < capacity."""
+    n = len(jobs)
+    if n == 0:
+        return NodeResult(0.0, 0.0, [], True)
+    gpus = [g for g, _ in jobs]
+    run = [r for _, r in jobs]
+    big = [2 * g > capacity for g in gpus]
+    # twins: a job may be listed only after every identical job of lower index
+    twin_before = [next((k for k in range(i - 1, -1, -1) if jobs[k] == jobs[i]), -1)
+                   for i in range(n)]
+    root = max(max(run), sum(g * r for g, r in jobs) / capacity,
+               sum(r for r, b in zip(run, big, strict=True) if b))
+    best = [upper]
+    best_starts: list[float] = []
+    seen: set[tuple[int, int, float, tuple[tuple[float, int], ...]]] = set()
+    count = [0]
+    full_mask = (1 << n) - 1
+
+    def bound(mask: int, t: float, running: list[tuple[float, float, int]]) -> float:
+        left = [i for i in range(n) if not mask >> i & 1]
+        area = sum(g * (e - max(s, t)) for s, e, g in running if e > t)
+        area += sum(gpus[i] * run[i] for i in left)
+        chain_start = max([t] + [e for s, e, g in running if 2 * g > capacity])
+        return max(
+            max((e for _, e, _ in running), default=0.0),
+            t + max((run[i] for i in left), default=0.0),
+            t + area / capacity,
+            chain_start + sum(run[i] for i in left if big[i]),
+        )
+
+    def dive(mask: int, t: float, last: int, placed: list[tuple[float, float, int]],
+             starts: list[float]) -> bool:
+        """False when the node limit or the deadline is hit.  ``last``: the job placed last
+        (jobs starting together are listed by increasing index)."""
+        count[0] += 1
+        if count[0] > node_limit or (deadline is not None and count[0] % 256 == 0
+                                     and time.perf_counter() > deadline):
+            return False
+        if mask == full_mask:
+            span = max(e for _, e, _ in placed)
+            if span < best[0] - EPS:
+                best[0] = span
+                best_starts[:] = starts
+            return not first
+        running = [p for p in placed if p[1] > t + EPS]
+        key = (mask, last, round(t, 6),
+               tuple(sorted((round(e - t, 6), g) for _, e, g in running)))
+        if key in seen:
+            return True
+        seen.add(key)
+        # every placed job started at or before t, so the GPUs in use after t only drop,
+        # at end times: a job's earliest start is the first step where its GPUs are free
+        in_use = sum(g for _, _, g in running)
+        steps = [(t, in_use)]
+        for e, g in sorted((e, g) for _, e, g in running):
+            in_use -= g
+            steps.append((e, in_use))
+        early = {i: next(tau for tau, used in steps if used + gpus[i] <= capacity)
+                 for i in range(n) if not mask >> i & 1}
+        if max(s + run[i] for i, s in early.items()) >= best[0] - EPS:
+            return True  # some job cannot end earlier, whatever comes next
+        children = []
+        for i, s in early.items():
+            if twin_before[i] >= 0 and not mask >> twin_before[i] & 1:
+                continue
+            if s <= t + EPS and i < last:
+                continue  # the same schedule is listed with i before ``last``
+            child = [*running, (s, s + run[i], gpus[i])]
+            lb = bound(mask | 1 << i, s, child)
+            if lb < best[0] - EPS:
+                children.append((lb, s, -gpus[i] * run[i], i, child))
+        children.sort(key=lambda c: c[:3])
+        for lb, s, _, i, child in children:
+            if lb >= best[0] - EPS:
+                continue
+            starts[i] = s
+            if not dive(mask | 1 << i, s, i, child, starts):
+                return False
+        return True
+
+    complete = dive(0, 0.0, -1, [], [0.0] * n)
+    if complete:
+        proven_bound = max(root, best[0]) if math.isfinite(best[0]) else math.inf
+        if not best_starts:  # nothing shorter than ``upper``: upper is optimal
+            return NodeResult(math.inf, max(root, upper), [], True, count[0])
+        return NodeResult(best[0], proven_bound, list(best_starts), True, count[0])
+    return NodeResult(best[0] if best_starts else math.inf, root, list(best_starts), False,
+                      count[0])
+
+
+# ----------------------------------------------------------------------------- Benders
+
+
+@dataclass
+class BendersResult:
+    """Outcome of :func:`benders_makespan`: ``bound`` (a valid lower bound of the exact
+    optimal makespan, s), the best schedule found (``placements``, ``makespan``; None / inf
+    when no master solution was evaluated), iteration and cut counts, and ``finished``
+    (True when the bound met the best makespan within the target gap)."""
+
+    bound: float
+    makespan: float = math.inf
+    placements: list[Placement] | None = None
+    iterations: int = 0
+    cuts: int = 0
+    finished: bool = False
+    log: list[tuple[float, float, float]] = field(default_factory=list)
+
+
+def benders_applicable(data: SaturnData) -> bool:
+    """Identical nodes and one release time (the cut's argument needs both)."""
+    return (data.num_jobs > 0 and len({(nd.gpus, nd.accelerator) for nd in data.nodes}) == 1
+            and len(set(data.release)) == 1)
+
+
+class _Master:
+    """The assignment MIP (rows of ``saturn_bounds.add_valid_rows``) in HiGHS, cuts added
+    in place.  Columns: y[j,o,n] for every option that fits, then C."""
+
+    def __init__(self, data: SaturnData, floor: float, threads: int | None) -> None:
+        import highspy
+
+        self.hs = highspy
+        self.data = data
+        self.keys = [(j, o, n) for j, opts in enumerate(data.options)
+                     for o, opt in enumerate(opts)
+                     for n, node in enumerate(data.nodes) if opt.gpus <= node.gpus]
+        self.col = {k: i for i, k in enumerate(self.keys)}
+        self.c = len(self.keys)
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("mip_rel_gap", 1e-6)
+        if threads:
+            h.setOptionValue("threads", int(threads))
+        inf = highspy.kHighsInf
+        num = self.c + 1
+        cost = np.zeros(num)
+        cost[-1] = 1.0
+        lower = np.zeros(num)
+        upper_b = np.ones(num)
+        lower[-1] = floor
+        upper_b[-1] = inf
+        h.addVars(num, lower, upper_b)
+        h.changeColsCost(num, np.arange(num, dtype=np.int32), cost)
+        h.changeColsIntegrality(self.c, np.arange(self.c, dtype=np.int32),
+                                np.array([highspy.HighsVarType.kInteger] * self.c))
+        h.changeObjectiveSense(highspy.ObjSense.kMinimize)
+        self.h = h
+        a0 = data.release[0]
+        for j in range(data.num_jobs):
+            cols = [self.col[k] for k in self.keys if k[0] == j]
+            self._row(cols, [1.0] * len(cols), 1.0, 1.0)
+            # length: C - sum r y >= a
+            self._row([self.c, *cols],
+                      [1.0] + [-data.options[j][self.keys[c][1]].runtime for c in cols], a0, inf)
+        for n, node in enumerate(data.nodes):
+            on = [k for k in self.keys if k[2] == n]
+            cap = node.gpus
+            self._row([self.c] + [self.col[k] for k in on],
+                      [float(cap)] + [-self._opt(k).gpus * self._opt(k).runtime for k in on],
+                      cap * a0, inf)
+            for k in on:
+                threshold = max(cap / 2, cap - self._opt(k).gpus)
+                others = [kk for kk in on if kk[0] != k[0] and self._opt(kk).gpus > threshold]
+                if others:
+                    self._row([self.c, self.col[k]] + [self.col[kk] for kk in others],
+                              [1.0, -self._opt(k).runtime]
+                              + [-self._opt(kk).runtime for kk in others], a0, inf)
+        if len(data.nodes) > 1:
+            zero = [self.col[k] for k in self.keys if k[0] == 0 and k[2] == 0]
+            self._row(zero, [1.0] * len(zero), 1.0, 1.0)
+
+    def _opt(self, key: tuple[int, int, int]) -> Option:
+        j, o, _ = key
+        return self.data.options[j][o]
+
+    def _row(self, cols: list[int], vals: list[float], lo: float, hi: float) -> None:
+        self.h.addRow(lo, hi, len(cols), np.array(cols, dtype=np.int32),
+                      np.array(vals, dtype=float))
+
+    def add_cut(self, items: list[tuple[int, int]], value: float) -> None:
+        """C >= value - sum r_o (1 - y[j,o,n']) for every node n'."""
+        inf = self.hs.kHighsInf
+        total = sum(self.data.options[j][o].runtime for j, o in items)
+        for n in range(len(self.data.nodes)):
+            cols = [self.c] + [self.col[j, o, n] for j, o in items]
+            vals = [1.0] + [-self.data.options[j][o].runtime for j, o in items]
+            self._row(cols, vals, value - total, inf)
+
+    def solve(self, time_limit: float) -> tuple[float, float, list[tuple[int, int, int]]] | None:
+        """(objective, dual bound, chosen keys) or None when nothing was found in time."""
+        self.h.setOptionValue("time_limit", max(0.05, time_limit))
+        self.h.run()
+        info = self.h.getInfo()
+        if info.primal_solution_status != 2:  # kSolutionStatusFeasible
+            return None
+        values = self.h.getSolution().col_value
+        chosen = [k for k, v in zip(self.keys, values, strict=False) if v > 0.5]
+        objective = float(info.objective_function_value)
+        bound = float(info.mip_dual_bound)
+        if self.h.getModelStatus() == self.hs.HighsModelStatus.kOptimal:
+            bound = max(bound, objective * (1 - 1e-6))
+        return objective, bound, chosen
+
+
+class _NodeCache:
+    """Exact one-node optima by multiset of (gpus, runtime), shared by the Benders loop."""
+
+    def __init__(self, capacity: int, node_limit: int, deadline: float | None) -> None:
+        self.capacity = capacity
+        self.node_limit = node_limit
+        self.deadline = deadline
+        self.known: dict[tuple[tuple[int, float], ...], NodeResult] = {}
+
+    def solve(self, pairs: list[tuple[int, float]]) -> NodeResult:
+        """:func:`node_makespan` of ``pairs`` (starts in the order of ``pairs``)."""
+        order = sorted(range(len(pairs)), key=lambda i: pairs[i])
+        key = tuple(pairs[i] for i in order)
+        res = self.known.get(key)
+        if res is None:
+            res = node_makespan(list(key), self.capacity, node_limit=self.node_limit,
+                                deadline=self.deadline)
+            if res.proven:
+                self.known[key] = res
+        starts = [0.0] * len(pairs)
+        if res.starts:
+            for k, i in enumerate(order):
+                starts[i] = res.starts[k]
+        return NodeResult(res.makespan, res.bound, starts if res.starts else [], res.proven,
+                          res.nodes)
+
+    def at_least(self, pairs: list[tuple[int, float]], value: float) -> bool:
+        """True when M*(pairs) >= ``value`` is proven."""
+        key = tuple(sorted(pairs))
+        res = self.known.get(key)
+        if res is not None:
+            return res.bound >= value - EPS
+        res = node_makespan(list(key), self.capacity, upper=value, first=True,
+                            node_limit=self.node_limit, deadline=self.deadline)
+        return not res.starts and res.proven
+
+
+def _minimal_set(items: list[tuple[int, int]], data: SaturnData, cache: _NodeCache,
+                 value: float) -> list[tuple[int, int]]:
+    """Drop jobs from ``items`` while the proven one-node optimum stays >= ``value``."""
+    keep = list(items)
+    for item in sorted(items, key=lambda it: data.options[it[0]][it[1]].runtime):
+        trial = [it for it in keep if it != item]
+        if trial and cache.at_least([(data.options[j][o].gpus, data.options[j][o].runtime)
+                                     for j, o in trial], value):
+            keep = trial
+    return keep
+
+
+def benders_makespan(
+    data: SaturnData,
+    *,
+    floor: float,
+    upper: float,
+    deadline: float | None,
+    target_gap: float = 1e-4,
+    threads: int | None = None,
+    node_limit: int = 100_000,
+    improve_s: float = 2.0,
+) -> BendersResult:
+    """Logic-based Benders decomposition (module docstring) until the master's bound meets
+    the best makespan (``upper`` or one found here) within ``target_gap`` or ``deadline``
+    (a ``time.perf_counter`` value).  ``floor``: a proven lower bound (the result's bound
+    never falls below it; it is not loaded into the master, whose C starts at the analytic
+    bound: with C floored the master returns arbitrary assignments below the floor, and the
+    cuts from them converged much more slowly in our runs).  Requires :func:`benders_applicable`."""
+    if not benders_applicable(data):
+        raise ValueError("Benders needs identical nodes and one release time")
+    master = _Master(data, lower_bound(data), threads)
+    capacity = data.nodes[0].gpus
+    cache = _NodeCache(capacity, node_limit, deadline)
+    a0 = data.release[0]
+    out = BendersResult(bound=floor)
+    best = upper
+    while True:
+        left = math.inf if deadline is None else deadline - time.perf_counter()
+        if left < 0.1 or _met(best, out.bound, target_gap):
+            break
+        answer = master.solve(left)
+        if answer is None:
+            break
+        objective, dual, chosen = answer
+        out.bound = max(out.bound, dual)
+        out.iterations += 1
+        if _met(best, out.bound, target_gap):
+            break
+        per_node: dict[int, list[tuple[int, int]]] = {n: [] for n in range(len(data.nodes))}
+        for j, o, n in chosen:
+            per_node[n].append((j, o))
+        span = a0
+        placed: list[Placement] = []
+        added = 0
+        complete = True
+        for n, items in per_node.items():
+            pairs = [(data.options[j][o].gpus, data.options[j][o].runtime) for j, o in items]
+            res = cache.solve(pairs)
+            if items and not res.starts:
+                complete = False
+            else:
+                span = max(span, a0 + res.makespan)
+                placed += [(j, data.options[j][o], data.nodes[n], a0 + s)
+                           for (j, o), s in zip(items, res.starts, strict=True)]
+            if a0 + res.bound > objective + EPS:
+                cut = _minimal_set(items, data, cache, res.bound)
+                master.add_cut(cut, a0 + res.bound)
+                added += 1
+        out.cuts += added * len(data.nodes)
+        if complete and span < best - EPS:
+            out.makespan, out.placements = span, placed
+            best = span
+            if improve_s > 0:
+                stop = time.perf_counter() + improve_s
+                if deadline is not None:
+                    stop = min(stop, deadline)
+                better = improve_assignment(data, per_node, stop)
+                if better is not None and better[0] < best - EPS:
+                    best, out.makespan, out.placements = better[0], better[0], better[1]
+        out.log.append((time.perf_counter(), out.bound, best))
+        log.debug("benders iteration %d: master %.1f, bound %.1f, schedule %.1f, best %.1f",
+                  out.iterations, objective, out.bound, span, best)
+        if added == 0:  # nothing to cut: optimal (proven nodes) or stuck (unproven ones)
+            break
+    out.finished = _met(best, out.bound, target_gap)
+    return out
+
+
+def improve_assignment(
+    data: SaturnData,
+    per_node: dict[int, list[tuple[int, int]]],
+    stop: float,
+    node_limit: int = 2_000,
+) -> tuple[float, list[Placement]] | None:
+    """Local search over the assignment (a heuristic, for incumbents only): move one job to
+    another (option, node), each node scheduled by :func:`node_makespan` limited to
+    ``node_limit`` nodes (its best schedule, exact or not); keep a move when it lowers
+    (largest node makespan, sum of node makespans).  Stops at ``stop`` (``perf_counter``) or
+    when no move helps.  Returns (makespan, placements) of the best assignment, or None when
+    a node could not be scheduled."""
+    capacity = data.nodes[0].gpus
+    a0 = data.release[0]
+    cache: dict[tuple[tuple[int, float], ...], NodeResult] = {}
+
+    def schedule(items: list[tuple[int, int]]) -> NodeResult:
+        pairs = tuple(sorted((data.options[j][o].gpus, data.options[j][o].runtime)
+                             for j, o in items))
+        if pairs not in cache:
+            cache[pairs] = node_makespan(list(pairs), capacity, node_limit=node_limit)
+        return cache[pairs]
+
+    current = {n: list(items) for n, items in per_node.items()}
+    spans = {n: schedule(items).makespan for n, items in current.items()}
+    if any(not math.isfinite(v) for v in spans.values()):
+        return None
+    improved = True
+    while improved and time.perf_counter() < stop:
+        improved = False
+        score = (max(spans.values()), sum(spans.values()))
+        for n, items in list(current.items()):
+            for j, o in list(items):
+                for o2, opt in enumerate(data.options[j]):
+                    for n2 in current:
+                        if (o2, n2) == (o, n) or opt.gpus > capacity:
+                            continue
+                        if time.perf_counter() > stop:
+                            break
+                        trial = {k: list(v) for k, v in current.items()}
+                        trial[n].remove((j, o))
+                        trial[n2].append((j, o2))
+                        new = dict(spans)
+                        for k in {n, n2}:
+                            new[k] = schedule(trial[k]).makespan
+                        top, total = max(new.values()), sum(new.values())
+                        if top < score[0] - EPS or (top <= score[0] + EPS
+                                                    and total < score[1] - EPS):
+                            current, spans, improved = trial, new, True
+                            break
+                    if improved:
+                        break
+                if improved:
+                    break
+            if improved:
+                break
+    placed: list[Placement] = []
+    for n, items in current.items():
+        order = sorted(range(len(items)), key=lambda i: (data.options[items[i][0]][items[i][1]]
+                                                         .gpus, data.options[items[i][0]]
+                                                         [items[i][1]].runtime))
+        res = schedule(items)
+        for k, i in enumerate(order):
+            j, o = items[i]
+            placed.append((j, data.options[j][o], data.nodes[n], a0 + res.starts[k]))
+    return a0 + max(spans.values()), placed
+
+
+def _met(upper: float, bound: float, target_gap: float) -> bool:
+    """True when a finite ``upper`` is within ``target_gap`` (relative) of ``bound``."""
+    return math.isfinite(upper) and upper - bound <= target_gap * upper
