@@ -369,11 +369,14 @@ _JOB_KEY_ORDER = ("id", "job_type", "arrival", "weight", "scale_factor", "total_
                   "throughput")
 
 
-def compact_instance_dict(instance: Instance) -> dict[str, Any]:
+def compact_instance_dict(
+    instance: Instance, job_keys: Sequence[str] = _JOB_KEY_ORDER
+) -> dict[str, Any]:
     """The instance as a plain dict without fields left at their defaults (readable files).
 
-    ``schema``, ``name`` and each job's core Gavel fields (id, job_type, arrival, weight,
-    scale_factor, total_steps, throughput) are always written, in that order.
+    ``schema``, ``name`` and each job's ``job_keys`` (default: the core Gavel fields id,
+    job_type, arrival, weight, scale_factor, total_steps, throughput) are always written, in
+    that order, then the job's other non-default fields.
     """
     full = instance.to_dict()
     lean = instance.model_dump(mode="json", by_alias=True, exclude_none=True,
@@ -384,7 +387,7 @@ def compact_instance_dict(instance: Instance) -> dict[str, Any]:
             out[key] = lean[key]
     jobs = []
     for full_job, lean_job in zip(full["jobs"], lean["jobs"], strict=True):
-        job = {k: full_job[k] for k in _JOB_KEY_ORDER if k in full_job}
+        job = {k: full_job[k] for k in job_keys if k in full_job}
         job.update({k: v for k, v in lean_job.items() if k not in job})
         jobs.append(job)
     out["jobs"] = jobs

@@ -37,6 +37,7 @@ from schedlab.profiler.parallelism import (
     get_gpu,
     get_model,
 )
+from schedlab.workloads.gavel import compact_instance_dict
 
 log = logging.getLogger(__name__)
 
@@ -325,19 +326,10 @@ def example_instances() -> dict[str, Instance]:
 
 
 def compact_saturn_dict(instance: Instance) -> dict[str, Any]:
-    """The instance as a plain dict without default-valued fields (a job keeps its ``id``,
-    ``job_type`` and ``configs``; a configuration omits ``feasible`` when it is true)."""
-    lean = instance.model_dump(mode="json", by_alias=True, exclude_none=True,
-                               exclude_defaults=True)
-    out: dict[str, Any] = {"schema": INSTANCE_SCHEMA, "name": instance.name}
-    for key in ("description", "cluster"):
-        if key in lean:
-            out[key] = lean[key]
-    out["jobs"] = [{"id": job.id, **{k: v for k, v in lean_job.items() if k != "id"}}
-                   for job, lean_job in zip(instance.jobs, lean["jobs"], strict=True)]
-    if lean.get("params"):
-        out["params"] = lean["params"]
-    return out
+    """The instance as a plain dict without default-valued fields: each job writes its ``id``
+    first, then what differs from the defaults (a configuration omits ``feasible`` when it is
+    true)."""
+    return compact_instance_dict(instance, job_keys=("id",))
 
 
 def write_example_instances(folder: str | Path) -> list[Path]:
