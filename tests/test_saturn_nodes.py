@@ -87,6 +87,36 @@ def test_node_limit_keeps_a_valid_bound(case: tuple[int, list[tuple[int, float]]
 
 
 @st.composite
+def search_cases(draw: st.DrawFn) -> tuple[int, list[tuple[int, float]], dict[str, Any]]:
+    """(capacity, 1-9 jobs, keyword arguments of node_makespan: upper, first, node_limit)."""
+    capacity = draw(st.sampled_from([4, 8]))
+    sizes = [g for g in (1, 2, 3, 4, 8) if g <= capacity]
+    jobs = draw(st.lists(st.tuples(st.sampled_from(sizes), runtimes), min_size=1, max_size=9))
+    jobs += jobs[:draw(st.integers(0, 2))]  # twins
+    kwargs: dict[str, Any] = {}
+    if draw(st.booleans()):
+        kwargs["upper"] = draw(st.floats(0.3, 1.0)) * sum(r for _, r in jobs)
+        kwargs["first"] = draw(st.booleans())
+    if draw(st.booleans()):
+        kwargs["node_limit"] = draw(st.integers(1, 300))
+    return capacity, jobs, kwargs
+
+
+@FAST
+@given(case=search_cases())
+def test_compiled_search_visits_the_same_nodes_as_the_python_search(
+        case: tuple[int, list[tuple[int, float]], dict[str, Any]]) -> None:
+    """The numba kernel is the Python search, node for node: same nodes visited, same
+    schedule, same bound, with and without an incumbent, a yes/no question or a node limit."""
+    capacity, jobs, kwargs = case
+    python = node_makespan(jobs, capacity, compiled=False, **kwargs)
+    compiled = node_makespan(jobs, capacity, compiled=True, **kwargs)
+    assert (compiled.nodes, compiled.proven) == (python.nodes, python.proven)
+    assert compiled.makespan == python.makespan and compiled.bound == python.bound
+    assert compiled.starts == python.starts
+
+
+@st.composite
 def two_node_instances(draw: st.DrawFn) -> Instance:
     """2-3 jobs with 1-3 configurations each on two identical nodes of 4 GPUs."""
     jobs: list[dict[str, Any]] = []

@@ -216,8 +216,9 @@ class TimeIndexed(SaturnMilp):
         polish_share: float = 0.1,
         polish_moves: int = 20000,
         benders: bool = True,
-        benders_incumbent_share: float = 0.1,
-        benders_max_jobs_per_node: float = 12,
+        benders_incumbent_share: float = 0.05,
+        benders_polish_share: float = 0.02,
+        benders_max_jobs_per_node: float = 16,
     ) -> None:
         super().__init__(objective, dominance)
         if not 0 <= target_gap < 1:
@@ -233,6 +234,7 @@ class TimeIndexed(SaturnMilp):
         self.polish_moves = polish_moves
         self.benders = benders
         self.benders_incumbent_share = benders_incumbent_share
+        self.benders_polish_share = benders_polish_share
         self.benders_max_jobs_per_node = benders_max_jobs_per_node
 
     def grid(self, data: SaturnData) -> tuple[float, dict[tuple[int, int], int], list[Placement]]:
@@ -445,7 +447,8 @@ class TimeIndexed(SaturnMilp):
         """Three phases within one time limit (makespan objective):
 
         1. a valid bound from the small assignment and energetic-reasoning MIPs
-           (``saturn_bounds``; at most ``bound_share`` of the limit),
+           (``saturn_bounds``; at most ``bound_share`` of the limit; skipped when Benders
+           runs, whose master's first solve is the same assignment MIP),
         2. the grid model (rounded-up runtimes, MIP start = greedy grid schedule, C floored at
            the phase-1 bound) for at most ``incumbent_share`` of what is left, then the exact
            left-shifted schedule,
@@ -455,7 +458,8 @@ class TimeIndexed(SaturnMilp):
            decomposition of :mod:`saturn_nodes` until the limit (exact in continuous time: its
            master's dual bound is a bound of the exact problem, its schedules replace the
            grid one when shorter; the grid then gets only ``benders_incumbent_share`` of the
-           time after phase 1); then the rounded-down grid model for whatever is left
+           time after phase 1 and the polish ``benders_polish_share`` of the limit); then the
+           rounded-down grid model for whatever is left
            (:meth:`_bound_from_rounded_down_grid`).
 
         ``bound`` is the best valid bound of the exact problem; ``status`` is ``optimal`` only
@@ -474,8 +478,11 @@ class TimeIndexed(SaturnMilp):
         data = self.data(instance)
         delta, slots, start = self.grid(data)
         bound_s = lower_bound(data)
-        if self.objective == "makespan" and data.num_jobs:
+        benders_on = self._use_benders(data, opts)
+        if self.objective == "makespan" and data.num_jobs and not benders_on:
+            # (with Benders, its master's first solve gives the assignment bound)
             bound_s = self._combinatorial_bound(data, opts, t0)
+        log.debug("phase 1 (bounds) done after %.1f s: %.1f", time.perf_counter() - t0, bound_s)
         m = self.build_from(data, delta, slots, start, floor_s=bound_s)
         t1 = time.perf_counter()
         main_opts = opts
@@ -483,8 +490,7 @@ class TimeIndexed(SaturnMilp):
             left = deadline - t1
             exact_grid = grid_is_exact(data, delta)
             share = 1.0 if exact_grid or self.objective != "makespan" else (
-                self.benders_incumbent_share if self._use_benders(data, opts)
-                else self.incumbent_share)
+                self.benders_incumbent_share if benders_on else self.incumbent_share)
             main_opts = replace(opts, time_limit_s=max(0.1, share * left))
         result = PersistentSolver(main_opts).solve(m)
         if result.status.has_solution:
@@ -498,13 +504,16 @@ class TimeIndexed(SaturnMilp):
         milp_makespan = makespan(to_schedule(data, left_shift(data, placed)))
         if self.objective == "makespan" and self.polish_moves > 0 and (
                 milp_makespan - bound_s > self.target_gap * milp_makespan):
-            budget = math.inf if deadline is None else self.polish_share * (limit or 0.0)
+            share = self.benders_polish_share if benders_on else self.polish_share
+            budget = math.inf if deadline is None else share * (limit or 0.0)
             placed = local_search(data, left_shift(data, placed), budget,
                                   max_moves=self.polish_moves)
+        log.debug("phase 2 (grid model, polish) done after %.1f s: %.1f",
+                  time.perf_counter() - t0, makespan(to_schedule(data, left_shift(data, placed))))
         benders_metrics: dict[str, Any] = {}
         phase1_bound = bound_s
         cut_short = result.status == Status.TIME_LIMIT
-        if self._use_benders(data, opts) and not grid_is_exact(data, delta):
+        if benders_on and not grid_is_exact(data, delta):
             polished = makespan(to_schedule(data, left_shift(data, placed)))
             if polished - bound_s > self.target_gap * polished:
                 budget_end = deadline if deadline is not None else (
@@ -572,7 +581,8 @@ class TimeIndexed(SaturnMilp):
         """The Benders phase runs for the makespan with HiGHS, identical nodes and one
         release time (:func:`saturn_nodes.benders_applicable`), and at most
         ``benders_max_jobs_per_node`` jobs per node on average: with more, the exact one-node
-        subproblems get too large (32 jobs on 2 nodes: one iteration in 50 s)."""
+        subproblems get too large (in Python, 32 jobs on 2 nodes took 50 s per iteration;
+        compiled, 16 jobs per node take 1-10 s per iteration and still beat the grid model)."""
         return (self.benders and self.objective == "makespan" and opts.solver == "highs"
                 and benders_applicable(data)
                 and data.num_jobs <= self.benders_max_jobs_per_node * len(data.nodes))

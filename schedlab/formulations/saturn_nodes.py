@@ -39,6 +39,12 @@ so it holds on any node.  Before it is added, S is shrunk to a subset with the s
 bound of the exact optimal makespan at every iteration; the loop stops when it meets the best
 schedule within the target gap, or at the deadline.  New best schedules are polished by a
 local search over the assignment (:func:`improve_assignment`, incumbents only).
+
+The master is solved to a relative gap of ``MASTER_GAP_START`` first (its dual bound is valid
+at any gap); an iteration without a cut means the schedule is within that gap of the bound, so
+the gap is tightened by ``MASTER_GAP_STEP`` (down to the target) and the loop goes on.  An
+iteration without a cut because a node's search hit its node limit retries with 4x the limit.
+The one-node search runs compiled (``saturn_node_kernel``) when numba is installed.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -81,6 +88,7 @@ def node_makespan(
     node_limit: int = 200_000,
     deadline: float | None = None,
     first: bool = False,
+    compiled: bool | None = None,
 ) -> NodeResult:
     """Exact minimum makespan (s) of ``jobs`` = [(gpus, runtime s)] on one node of
     ``capacity`` GPUs, all released at 0 (module docstring).  ``upper``: a makespan known to be
@@ -88,7 +96,10 @@ def node_makespan(
     inf when none is shorter).  ``node_limit``: branch-and-bound nodes before giving up; the
     result is then not ``proven`` and ``bound`` is the root bound; the same at ``deadline``
     (a ``time.perf_counter`` value).  ``first``: stop at the first schedule shorter than
-    ``upper`` (a yes/no question: is M* < upper?); its result is then not ``proven``."""
+    ``upper`` (a yes/no question: is M* < upper?); its result is then not ``proven``.
+    ``compiled``: run the search compiled by numba (None: when numba is installed; the
+    compiled search reads no clock, so ``deadline`` is checked only before it starts and
+    ``node_limit`` bounds its time) or in Python (False); both visit the same nodes."""
     if any(g > capacity or g <= 0 for g, _ in jobs):
         raise ValueError(f"every job needs 1..{capacity} GPUs, got {list(jobs)}")
     n = len(jobs)
@@ -98,7 +109,7 @@ def node_makespan(
     rest = [i for i in range(n) if jobs[i][0] < capacity]
     serial = sum(jobs[i][1] for i in full)
     inner = _search([jobs[i] for i in rest], capacity, upper - serial, node_limit, deadline,
-                    first)
+                    first, compiled)
     if (rest and not inner.starts) or (not rest and serial >= upper - EPS):
         # no schedule shorter than ``upper`` found (proven when the search was complete)
         return NodeResult(math.inf, inner.bound + serial, [], inner.proven, inner.nodes)
@@ -113,9 +124,39 @@ def node_makespan(
                       inner.nodes)
 
 
+def _compiled_kernel() -> Any:
+    """The numba kernel module (``saturn_node_kernel``), or None when numba is missing."""
+    global _KERNEL
+    if _KERNEL is None:
+        try:
+            from schedlab.formulations import saturn_node_kernel
+        except ImportError:  # numba not installed: the Python search does the same work
+            log.info("numba is not installed; the one-node search runs in pure Python")
+            _KERNEL = False
+        else:
+            _KERNEL = saturn_node_kernel
+    return _KERNEL or None
+
+
+_KERNEL: Any = None
+#: nodes the compiled search visits per second, at least (for a deadline)
+NODES_PER_S = 500_000
+
+
+def _node_limit(compiled: int, python: int) -> int:
+    """A default node limit: ``compiled`` when the compiled search is available (it visits
+    a node in ~1 us, the Python search in ~30 us), else ``python``."""
+    return compiled if _compiled_kernel() is not None else python
+#: jobs per node up to which the compiled search is used (its job set is a 63-bit mask)
+COMPILED_MAX_JOBS = 62
+
+
 def _search(jobs: list[tuple[int, float]], capacity: int, upper: float,
-            node_limit: int, deadline: float | None, first: bool) -> NodeResult:
-    """Branch and bound of :func:`node_makespan` for jobs with g < capacity."""
+            node_limit: int, deadline: float | None, first: bool,
+            compiled: bool | None = None) -> NodeResult:
+    """Branch and bound of :func:`node_makespan` for jobs with g < capacity: compiled
+    (``saturn_node_kernel``, the same search node for node) unless ``compiled`` is False,
+    numba is missing or there are too many jobs; else in Python."""
     n = len(jobs)
     if n == 0:
         return NodeResult(0.0, 0.0, [], True)
@@ -127,6 +168,24 @@ def _search(jobs: list[tuple[int, float]], capacity: int, upper: float,
                    for i in range(n)]
     root = max(max(run), sum(g * r for g, r in jobs) / capacity,
                sum(r for r, b in zip(run, big, strict=True) if b))
+    kernel = _compiled_kernel() if compiled is not False and n <= COMPILED_MAX_JOBS else None
+    if compiled and kernel is None:
+        raise RuntimeError("the compiled one-node search needs numba and at most "
+                           f"{COMPILED_MAX_JOBS} jobs")
+    if kernel is not None:
+        if deadline is not None:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                return NodeResult(math.inf, root, [], False, 0)
+            # no clock inside the kernel: at most ~0.5 M nodes per second left
+            node_limit = min(node_limit, max(1_000, int(left * NODES_PER_S)))
+        found_starts = np.zeros(n)
+        status, span, count, found = kernel.search(
+            np.array(gpus, dtype=np.int64), np.array(run, dtype=float),
+            np.array(twin_before, dtype=np.int64), int(capacity), float(upper),
+            int(node_limit), bool(first), found_starts)
+        starts = [float(x) for x in found_starts] if found else []
+        return _result(status == kernel.COMPLETE, float(span), starts, root, upper, count)
     best = [upper]
     best_starts: list[float] = []
     seen: set[tuple[int, int, float, tuple[tuple[float, int], ...]]] = set()
@@ -196,13 +255,18 @@ def _search(jobs: list[tuple[int, float]], capacity: int, upper: float,
         return True
 
     complete = dive(0, 0.0, -1, [], [0.0] * n)
+    return _result(complete, best[0], list(best_starts), root, upper, count[0])
+
+
+def _result(complete: bool, best: float, starts: list[float], root: float, upper: float,
+            nodes: int) -> NodeResult:
+    """The :class:`NodeResult` of a search that ended ``complete`` (or not) with incumbent
+    ``best`` (``starts`` empty when nothing shorter than ``upper`` was found)."""
     if complete:
-        proven_bound = max(root, best[0]) if math.isfinite(best[0]) else math.inf
-        if not best_starts:  # nothing shorter than ``upper``: upper is optimal
-            return NodeResult(math.inf, max(root, upper), [], True, count[0])
-        return NodeResult(best[0], proven_bound, list(best_starts), True, count[0])
-    return NodeResult(best[0] if best_starts else math.inf, root, list(best_starts), False,
-                      count[0])
+        if not starts:  # nothing shorter than ``upper``: upper is optimal
+            return NodeResult(math.inf, max(root, upper), [], True, nodes)
+        return NodeResult(best, max(root, best), starts, True, nodes)
+    return NodeResult(best if starts else math.inf, root, starts, False, nodes)
 
 
 # ----------------------------------------------------------------------------- Benders
@@ -287,6 +351,18 @@ class _Master:
             zero = [self.col[k] for k in self.keys if k[0] == 0 and k[2] == 0]
             self._row(zero, [1.0] * len(zero), 1.0, 1.0)
 
+    def hint(self, chosen: Sequence[tuple[int, int, int]], value: float) -> None:
+        """Give HiGHS the assignment ``chosen`` (keys (j, o, n)) with C = ``value`` (its
+        exact makespan, which satisfies every row and cut) as a starting solution."""
+        col_value = np.zeros(self.c + 1)
+        for key in chosen:
+            col_value[self.col[key]] = 1.0
+        col_value[-1] = value
+        solution = self.hs.HighsSolution()
+        solution.col_value = list(col_value)
+        solution.value_valid = True
+        self.h.setSolution(solution)
+
     def _opt(self, key: tuple[int, int, int]) -> Option:
         j, o, _ = key
         return self.data.options[j][o]
@@ -304,11 +380,15 @@ class _Master:
             vals = [1.0] + [-self.data.options[j][o].runtime for j, o in items]
             self._row(cols, vals, value - total, inf)
 
-    def solve(self, time_limit: float) -> tuple[float, float, list[tuple[int, int, int]]] | None:
-        """(objective, dual bound, chosen keys) or None when nothing was found in time."""
+    def solve(self, time_limit: float, gap: float = 1e-6,
+              ) -> tuple[float, float, list[tuple[int, int, int]]] | None:
+        """(objective, dual bound, chosen keys) or None when nothing was found in time;
+        HiGHS stops at relative gap ``gap``."""
         self.h.setOptionValue("time_limit", max(0.05, time_limit))
+        self.h.setOptionValue("mip_rel_gap", gap)
         self.h.run()
         info = self.h.getInfo()
+        log.debug("master: %s, dual bound %s", self.h.getModelStatus(), info.mip_dual_bound)
         if info.primal_solution_status != 2:  # kSolutionStatusFeasible
             return None
         values = self.h.getSolution().col_value
@@ -316,7 +396,7 @@ class _Master:
         objective = float(info.objective_function_value)
         bound = float(info.mip_dual_bound)
         if self.h.getModelStatus() == self.hs.HighsModelStatus.kOptimal:
-            bound = max(bound, objective * (1 - 1e-6))
+            bound = max(bound, objective * (1 - gap))
         return objective, bound, chosen
 
 
@@ -369,6 +449,15 @@ def _minimal_set(items: list[tuple[int, int]], data: SaturnData, cache: _NodeCac
     return keep
 
 
+#: the Benders master is first solved to this relative gap, then closer by this factor
+#: whenever its solution needs no cut (down to the target gap)
+MASTER_GAP_START = 0.005
+MASTER_GAP_STEP = 0.25
+#: a one-node search that hits its node limit without a cut is retried with 4x the limit,
+#: up to this many nodes
+NODE_LIMIT_MAX = 64_000_000
+
+
 def benders_makespan(
     data: SaturnData,
     *,
@@ -377,8 +466,9 @@ def benders_makespan(
     deadline: float | None,
     target_gap: float = 1e-4,
     threads: int | None = None,
-    node_limit: int = 100_000,
+    node_limit: int | None = None,
     improve_s: float = 2.0,
+    start: Sequence[Placement] | None = None,
 ) -> BendersResult:
     """Logic-based Benders decomposition (module docstring) until the master's bound meets
     the best makespan (``upper`` or one found here) within ``target_gap`` or ``deadline``
@@ -390,15 +480,19 @@ def benders_makespan(
         raise ValueError("Benders needs identical nodes and one release time")
     master = _Master(data, lower_bound(data), threads)
     capacity = data.nodes[0].gpus
-    cache = _NodeCache(capacity, node_limit, deadline)
+    cache = _NodeCache(capacity, node_limit or _node_limit(1_000_000, 100_000), deadline)
     a0 = data.release[0]
     out = BendersResult(bound=floor)
     best = upper
+    master_gap = max(target_gap, MASTER_GAP_START)
+    best_keys = None if start is None else _keys(data, start)
     while True:
         left = math.inf if deadline is None else deadline - time.perf_counter()
         if left < 0.1 or _met(best, out.bound, target_gap):
             break
-        answer = master.solve(left)
+        if best_keys is not None:
+            master.hint(best_keys, best)
+        answer = master.solve(left, master_gap)
         if answer is None:
             break
         objective, dual, chosen = answer
@@ -413,9 +507,11 @@ def benders_makespan(
         placed: list[Placement] = []
         added = 0
         complete = True
+        unproven = False
         for n, items in per_node.items():
             pairs = [(data.options[j][o].gpus, data.options[j][o].runtime) for j, o in items]
             res = cache.solve(pairs)
+            unproven |= not res.proven
             if items and not res.starts:
                 complete = False
             else:
@@ -429,7 +525,7 @@ def benders_makespan(
         out.cuts += added * len(data.nodes)
         if complete and span < best - EPS:
             out.makespan, out.placements = span, placed
-            best = span
+            best, best_keys = span, chosen
             if improve_s > 0:
                 stop = time.perf_counter() + improve_s
                 if deadline is not None:
@@ -437,11 +533,19 @@ def benders_makespan(
                 better = improve_assignment(data, per_node, stop)
                 if better is not None and better[0] < best - EPS:
                     best, out.makespan, out.placements = better[0], better[0], better[1]
+                    best_keys = _keys(data, better[1])
         out.log.append((time.perf_counter(), out.bound, best))
         log.debug("benders iteration %d: master %.1f, bound %.1f, schedule %.1f, best %.1f",
                   out.iterations, objective, out.bound, span, best)
-        if added == 0:  # nothing to cut: optimal (proven nodes) or stuck (unproven ones)
-            break
+        if added == 0:
+            # nothing to cut: a node's search hit its limit (search longer), or the schedule
+            # is within the master's gap of its bound (solve the master closer, or stop)
+            if unproven and cache.node_limit < NODE_LIMIT_MAX:
+                cache.node_limit *= 4
+            elif master_gap > target_gap:
+                master_gap = max(target_gap, master_gap * MASTER_GAP_STEP)
+            else:
+                break
     out.finished = _met(best, out.bound, target_gap)
     return out
 
@@ -450,7 +554,7 @@ def improve_assignment(
     data: SaturnData,
     per_node: dict[int, list[tuple[int, int]]],
     stop: float,
-    node_limit: int = 2_000,
+    node_limit: int | None = None,
 ) -> tuple[float, list[Placement]] | None:
     """Local search over the assignment (a heuristic, for incumbents only): move one job to
     another (option, node), each node scheduled by :func:`node_makespan` limited to
@@ -460,13 +564,14 @@ def improve_assignment(
     a node could not be scheduled."""
     capacity = data.nodes[0].gpus
     a0 = data.release[0]
+    limit = node_limit or _node_limit(50_000, 2_000)
     cache: dict[tuple[tuple[int, float], ...], NodeResult] = {}
 
     def schedule(items: list[tuple[int, int]]) -> NodeResult:
         pairs = tuple(sorted((data.options[j][o].gpus, data.options[j][o].runtime)
                              for j, o in items))
         if pairs not in cache:
-            cache[pairs] = node_makespan(list(pairs), capacity, node_limit=node_limit)
+            cache[pairs] = node_makespan(list(pairs), capacity, node_limit=limit)
         return cache[pairs]
 
     current = {n: list(items) for n, items in per_node.items()}
@@ -512,6 +617,11 @@ def improve_assignment(
             j, o = items[i]
             placed.append((j, data.options[j][o], data.nodes[n], a0 + res.starts[k]))
     return a0 + max(spans.values()), placed
+
+
+def _keys(data: SaturnData, placed: Sequence[Placement]) -> list[tuple[int, int, int]]:
+    """The master's keys (j, option index, node index) of a schedule."""
+    return [(j, data.options[j].index(opt), data.nodes.index(node)) for j, opt, node, _ in placed]
 
 
 def _met(upper: float, bound: float, target_gap: float) -> bool:
