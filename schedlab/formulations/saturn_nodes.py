@@ -40,7 +40,9 @@ bound of the exact optimal makespan at every iteration; the loop stops when it m
 schedule within the target gap, or at the deadline.  New best schedules are polished by a
 local search over the assignment (:func:`improve_assignment`, incumbents only).
 
-The master is solved to a relative gap of ``MASTER_GAP_START`` first (its dual bound is valid
+Each master solve also yields the improving solutions HiGHS found on the way (up to
+``OTHER_ASSIGNMENTS``): they are evaluated like its optimum (schedules, cuts).  The master is
+solved to a relative gap of ``MASTER_GAP_START`` first (its dual bound is valid
 at any gap); an iteration without a cut means the schedule is within that gap of the bound, so
 the gap is tightened by ``MASTER_GAP_STEP`` (down to the target) and the loop goes on.  An
 iteration without a cut because a node's search hit its node limit retries with 4x the limit.
@@ -141,6 +143,20 @@ def _compiled_kernel() -> Any:
 _KERNEL: Any = None
 #: nodes the compiled search visits per second, at least (for a deadline)
 NODES_PER_S = 500_000
+
+
+def warm_up() -> None:
+    """Compile the one-node search now (numba, on the first call after an install, ~15 s;
+    later calls load it from numba's disk cache in well under a second), so that it does not
+    happen inside a timed solve."""
+    if _compiled_kernel() is not None and not _WARM:
+        started = time.perf_counter()
+        node_makespan([(1, 1.0), (1, 2.0)], 2)
+        _WARM.append(True)
+        log.debug("one-node search ready after %.1f s", time.perf_counter() - started)
+
+
+_WARM: list[bool] = []
 
 
 def _node_limit(compiled: int, python: int) -> int:
@@ -311,6 +327,7 @@ class _Master:
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         h.setOptionValue("mip_rel_gap", 1e-6)
+        h.setOptionValue("mip_improving_solution_save", True)
         if threads:
             h.setOptionValue("threads", int(threads))
         inf = highspy.kHighsInf
@@ -380,9 +397,10 @@ class _Master:
             vals = [1.0] + [-self.data.options[j][o].runtime for j, o in items]
             self._row(cols, vals, value - total, inf)
 
-    def solve(self, time_limit: float, gap: float = 1e-6,
-              ) -> tuple[float, float, list[tuple[int, int, int]]] | None:
-        """(objective, dual bound, chosen keys) or None when nothing was found in time;
+    def solve(self, time_limit: float, gap: float = 1e-6) -> tuple[
+            float, float, list[tuple[int, int, int]], list[list[tuple[int, int, int]]]] | None:
+        """(objective, dual bound, chosen keys, up to ``OTHER_ASSIGNMENTS`` other assignments
+        HiGHS found during this solve, latest first) or None when nothing was found in time;
         HiGHS stops at relative gap ``gap``."""
         self.h.setOptionValue("time_limit", max(0.05, time_limit))
         self.h.setOptionValue("mip_rel_gap", gap)
@@ -393,11 +411,16 @@ class _Master:
             return None
         values = self.h.getSolution().col_value
         chosen = [k for k, v in zip(self.keys, values, strict=False) if v > 0.5]
+        others: list[list[tuple[int, int, int]]] = []
+        for saved in reversed(self.h.getSavedMipSolutions()[-OTHER_ASSIGNMENTS - 1:]):
+            keys = [k for k, v in zip(self.keys, saved.col_value, strict=False) if v > 0.5]
+            if keys != chosen and keys not in others:
+                others.append(keys)
         objective = float(info.objective_function_value)
         bound = float(info.mip_dual_bound)
         if self.h.getModelStatus() == self.hs.HighsModelStatus.kOptimal:
             bound = max(bound, objective * (1 - gap))
-        return objective, bound, chosen
+        return objective, bound, chosen, others[:OTHER_ASSIGNMENTS]
 
 
 class _NodeCache:
@@ -453,6 +476,8 @@ def _minimal_set(items: list[tuple[int, int]], data: SaturnData, cache: _NodeCac
 #: whenever its solution needs no cut (down to the target gap)
 MASTER_GAP_START = 0.005
 MASTER_GAP_STEP = 0.25
+#: improving solutions of a master solve evaluated besides its optimum (latest first)
+OTHER_ASSIGNMENTS = 4
 #: a one-node search that hits its node limit without a cut is retried with 4x the limit,
 #: up to this many nodes
 NODE_LIMIT_MAX = 64_000_000
@@ -481,11 +506,12 @@ def benders_makespan(
     master = _Master(data, lower_bound(data), threads)
     capacity = data.nodes[0].gpus
     cache = _NodeCache(capacity, node_limit or _node_limit(1_000_000, 100_000), deadline)
-    a0 = data.release[0]
     out = BendersResult(bound=floor)
     best = upper
     master_gap = max(target_gap, MASTER_GAP_START)
     best_keys = None if start is None else _keys(data, start)
+    seen_cuts: set[tuple[tuple[int, int], ...]] = set()
+    found_better = False
     while True:
         left = math.inf if deadline is None else deadline - time.perf_counter()
         if left < 0.1 or _met(best, out.bound, target_gap):
@@ -495,48 +521,37 @@ def benders_makespan(
         answer = master.solve(left, master_gap)
         if answer is None:
             break
-        objective, dual, chosen = answer
+        objective, dual, chosen, others = answer
         out.bound = max(out.bound, dual)
         out.iterations += 1
         if _met(best, out.bound, target_gap):
             break
-        per_node: dict[int, list[tuple[int, int]]] = {n: [] for n in range(len(data.nodes))}
-        for j, o, n in chosen:
-            per_node[n].append((j, o))
-        span = a0
-        placed: list[Placement] = []
-        added = 0
-        complete = True
-        unproven = False
-        for n, items in per_node.items():
-            pairs = [(data.options[j][o].gpus, data.options[j][o].runtime) for j, o in items]
-            res = cache.solve(pairs)
-            unproven |= not res.proven
-            if items and not res.starts:
-                complete = False
-            else:
-                span = max(span, a0 + res.makespan)
-                placed += [(j, data.options[j][o], data.nodes[n], a0 + s)
-                           for (j, o), s in zip(items, res.starts, strict=True)]
-            if a0 + res.bound > objective + EPS:
-                cut = _minimal_set(items, data, cache, res.bound)
-                master.add_cut(cut, a0 + res.bound)
-                added += 1
-        out.cuts += added * len(data.nodes)
-        if complete and span < best - EPS:
-            out.makespan, out.placements = span, placed
-            best, best_keys = span, chosen
-            if improve_s > 0:
-                stop = time.perf_counter() + improve_s
-                if deadline is not None:
-                    stop = min(stop, deadline)
-                better = improve_assignment(data, per_node, stop)
-                if better is not None and better[0] < best - EPS:
-                    best, out.makespan, out.placements = better[0], better[0], better[1]
-                    best_keys = _keys(data, better[1])
+        # the master's solution, then the other assignments HiGHS found on the way (each a
+        # feasible schedule, each a source of cuts)
+        added = unproven = 0
+        for rank, keys in enumerate([chosen, *others]):
+            span, placed, cuts, stuck = _evaluate(keys, objective, data, cache, master, seen_cuts)
+            if rank == 0:
+                added, unproven = cuts, stuck
+                main_span = span
+            out.cuts += cuts * len(data.nodes)
+            if placed is not None and span < best - EPS:
+                out.makespan, out.placements = span, placed
+                best, best_keys = span, keys
+                found_better = True
+        if found_better and improve_s > 0 and best_keys is not None:
+            found_better = False
+            stop = time.perf_counter() + improve_s
+            if deadline is not None:
+                stop = min(stop, deadline)
+            better = improve_assignment(data, _per_node(data, best_keys), stop)
+            if better is not None and better[0] < best - EPS:
+                best, out.makespan, out.placements = better[0], better[0], better[1]
+                best_keys = _keys(data, better[1])
         out.log.append((time.perf_counter(), out.bound, best))
-        log.debug("benders iteration %d: master %.1f, bound %.1f, schedule %.1f, best %.1f",
-                  out.iterations, objective, out.bound, span, best)
+        log.debug("benders iteration %d: master %.1f, bound %.1f, schedule %.1f, best %.1f, "
+                  "%d more assignments", out.iterations, objective, out.bound, main_span, best,
+                  len(others))
         if added == 0:
             # nothing to cut: a node's search hit its limit (search longer), or the schedule
             # is within the master's gap of its bound (solve the master closer, or stop)
@@ -617,6 +632,47 @@ def improve_assignment(
             j, o = items[i]
             placed.append((j, data.options[j][o], data.nodes[n], a0 + res.starts[k]))
     return a0 + max(spans.values()), placed
+
+
+def _per_node(data: SaturnData, keys: Sequence[tuple[int, int, int]],
+              ) -> dict[int, list[tuple[int, int]]]:
+    """The (job, option) pairs of an assignment, by node."""
+    per_node: dict[int, list[tuple[int, int]]] = {n: [] for n in range(len(data.nodes))}
+    for j, o, n in keys:
+        per_node[n].append((j, o))
+    return per_node
+
+
+def _evaluate(keys: Sequence[tuple[int, int, int]], objective: float, data: SaturnData,
+              cache: _NodeCache, master: _Master, seen_cuts: set[tuple[tuple[int, int], ...]],
+              ) -> tuple[float, list[Placement] | None, int, bool]:
+    """Schedule every node of the assignment ``keys`` exactly and add a cut for every node
+    whose proven optimum exceeds the master's ``objective`` (each node set once).  Returns
+    (makespan, placements or None when a node found no schedule, cuts added, whether a node's
+    search was cut short)."""
+    a0 = data.release[0]
+    span = a0
+    placed: list[Placement] | None = []
+    added = 0
+    unproven = False
+    for n, items in _per_node(data, keys).items():
+        pairs = [(data.options[j][o].gpus, data.options[j][o].runtime) for j, o in items]
+        res = cache.solve(pairs)
+        unproven |= not res.proven
+        if items and not res.starts:
+            placed = None
+        elif placed is not None:
+            span = max(span, a0 + res.makespan)
+            placed += [(j, data.options[j][o], data.nodes[n], a0 + s)
+                       for (j, o), s in zip(items, res.starts, strict=True)]
+        if a0 + res.bound > objective + EPS:
+            cut = _minimal_set(items, data, cache, res.bound)
+            key = tuple(sorted(cut))
+            if key not in seen_cuts:
+                seen_cuts.add(key)
+                master.add_cut(cut, a0 + res.bound)
+                added += 1
+    return (span if placed is not None else math.inf), placed, added, unproven
 
 
 def _keys(data: SaturnData, placed: Sequence[Placement]) -> list[tuple[int, int, int]]:
