@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from schedlab.check import check, check_rounds
 from schedlab.errors import InputError
 from schedlab.formulations.rounds import (
+    PriorityCandidates,
     RoundMechanism,
     count_migrations,
     job_targets,
@@ -21,6 +23,7 @@ from schedlab.formulations.rounds import (
     with_rounds,
 )
 from schedlab.instance import Instance, instance_from_dict
+from schedlab.simulator.placement import _lowest_run, lowest_bits
 from schedlab.solution import InstanceRef, PairShare, Placement, Solution, Status
 
 #: Rounds of the convergence test.
@@ -362,3 +365,34 @@ def test_negative_rounds_is_an_input_error() -> None:
     instance = cluster({"t4": {"count": 1}}, [{"id": "a", "throughput": {"t4": 1.0}}])
     with pytest.raises(InputError, match="num_rounds"):
         schedule_rounds(instance, {}, -1)
+
+
+def test_presorted_candidates_give_the_lexsort_order() -> None:
+    """``presorted=True`` (candidates in np.nonzero order) gives the full lexsort's static
+    order, ties of X included."""
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        runnable = rng.random((12, 3)) < 0.7
+        unit, acc = np.nonzero(runnable)
+        share = rng.choice([0.0, 0.25, 0.5, 1.0], size=len(unit))
+        full = PriorityCandidates(unit, acc, share, [unit], 3)
+        fast = PriorityCandidates(unit, acc, share, [unit], 3, presorted=True)
+        assert full.static.tolist() == fast.static.tolist()
+
+
+def test_lowest_run_matches_a_scan() -> None:
+    """The doubling search of ``_lowest_run`` finds the lowest run of free GPUs a bit-by-bit
+    scan finds (or the lowest bits when there is no run)."""
+    rng = np.random.default_rng(3)
+    for _ in range(2000):
+        mask = int(rng.integers(0, 1 << 40))
+        for size in (1, 2, 3, 4, 5, 8, 16):
+            if mask.bit_count() < size:
+                continue
+            expect = lowest_bits(mask, size)
+            for start in range(41 - size):
+                run = ((1 << size) - 1) << start
+                if mask & run == run:
+                    expect = run
+                    break
+            assert _lowest_run(mask, size) == expect

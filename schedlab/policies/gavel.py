@@ -52,7 +52,7 @@ from schedlab.formulations.rounds import PriorityCandidates, choose_by_priority
 from schedlab.instance import Cluster, Instance, Job, Params
 from schedlab.policies.base import Policy
 from schedlab.policies.registry import register_policy
-from schedlab.policies.state import Assignment, ClusterState
+from schedlab.policies.state import Assignment, ClusterState, JobState
 from schedlab.registry import formulations
 from schedlab.solvers import LpMethod, SolverOptions
 
@@ -202,7 +202,7 @@ class MaxMinClassLP:
     def compact(self, counts: IntArray) -> IntArray | None:
         """Rebuild without idle classes when too many are idle; returns old -> new class ids
         (-1: dropped), or None when nothing changed."""
-        idle = int((counts[: self.num_classes] == 0).sum())
+        idle = self.num_classes - int(np.count_nonzero(counts[: self.num_classes]))
         if idle <= _MAX_IDLE_CLASSES:
             return None
         keep = np.flatnonzero(counts[: self.num_classes] > 0)
@@ -222,9 +222,12 @@ class MaxMinClassLP:
         m = counts[:num_classes].astype(float)
         if len(m) < num_classes:
             m = np.concatenate([m, np.zeros(num_classes - len(m))])
-        for c in np.flatnonzero(m != self._counts).tolist():
-            h.changeCoeff(self._fair_row[c], 0, -float(m[c]))
-            h.changeRowBounds(self._share_row[c], -inf, float(m[c]))
+        changed = np.flatnonzero(m != self._counts)
+        fair_row = self._fair_row
+        share_row = self._share_row
+        for c, size in zip(changed.tolist(), m[changed].tolist(), strict=True):
+            h.changeCoeff(fair_row[c], 0, -size)
+            h.changeRowBounds(share_row[c], -inf, size)
         self._counts = m
         num_types = len(self.types)
         total = np.zeros((num_classes, num_types))
@@ -249,7 +252,7 @@ class MaxMinClassLP:
         elif len(z):  # one column per class
             total[col_class] = z[:, None] * direction
         per_job = np.divide(total, m[:, None], out=total, where=m[:, None] > 0)
-        return t, np.minimum(per_job, 1.0)
+        return t, np.minimum(per_job, 1.0, out=per_job)
 
 
 # ------------------------------------------------------------------------ the adapter
@@ -352,10 +355,11 @@ class GavelPolicy(Policy):
         self._ran_pairs: list[tuple[str, str, int]] = []
         self._last_now = 0.0
         self._assignments: dict[str, list[Assignment]] = {}  # per job, one per type
-        self._assignment_flat: list[Assignment] = []  # per slot * K + type
-        self._assignment_rows: list[list[Assignment]] = []
+        # Assignment(job, type) per slot * K + type (an object array: one gather per rebuild)
+        self._assignment_flat = np.empty(size * num_types, dtype=object)
+        self._assignment_rows: list[list[Assignment]] | None = None
         self._candidates: PriorityCandidates | None = None
-        self._cand_slot = np.zeros(0, dtype=np.int64)
+        self._cand_arrival = np.zeros(0)
         self._cand_flat = np.zeros(0, dtype=np.int64)
         self._cand_assign: list[Assignment] = []
         self._gang_list: list[int] = []
@@ -373,6 +377,8 @@ class GavelPolicy(Policy):
             setattr(self, attr, np.concatenate(
                 [old, np.zeros((extra, old.shape[1]), dtype=old.dtype)]))
         self._class = np.concatenate([self._class, np.full(extra, -1, dtype=np.int64)])
+        self._assignment_flat = np.concatenate(
+            [self._assignment_flat, np.empty(extra * len(self.types), dtype=object)])
 
     # decide -------------------------------------------------------------------------------
     def decide(self, state: ClusterState) -> list[Assignment]:
@@ -400,30 +406,44 @@ class GavelPolicy(Policy):
         return self._choose(state)
 
     def _sync_jobs(self, state: ClusterState) -> None:
-        """Slots for new jobs; the active rows in arrival order."""
-        slot_of = self._slot_of
-        new = [js for js in state.active if js.id not in slot_of]
-        if new:
-            self._grow(len(slot_of) + len(new))
-            for js in new:
-                slot = len(slot_of)
-                slot_of[js.id] = slot
-                self._arrival[slot] = js.arrival
-                self._gang[slot] = js.scale_factor
-                thr = np.array([js.throughput.get(k, 0.0) for k in self.types])
-                self._runnable[slot] = (thr > 0) & (js.scale_factor <= self.gpus)
-                self._received[slot] = [js.time_on.get(k, 0.0) for k in self.types]
-                row = [Assignment(js.id, k) for k in self.types]
-                self._assignments[js.id] = row
-                self._assignment_flat.extend(row)  # index slot * K + k
-                if self._lp is not None:
-                    self._class[slot] = self._lp.class_of(js.scale_factor, js.weight, thr)
-        ids = list(map(_job_id, state.active))
+        """Slots for new jobs; the active rows in arrival order (one pass over the ids)."""
+        active = state.active
+        ids = list(map(_job_id, active))
+        slots = list(map(self._slot_of.get, ids))
+        if None in slots:  # new jobs get the next slots, in the order of ``active``
+            self._grow(len(self._slot_of) + slots.count(None))
+            for i in range(slots.index(None), len(slots)):  # arrivals come last: a short walk
+                if slots[i] is None:
+                    slots[i] = self._add_job(active[i])
         self._ids = ids
-        self._rows = np.fromiter(map(slot_of.__getitem__, ids), dtype=np.int64, count=len(ids))
-        self._assignment_rows = list(map(self._assignments.__getitem__, ids))
+        self._rows = np.array(slots, dtype=np.int64)
+        self._assignment_rows = None
         self._seen_version = state.job_set_version
         self._candidates = None
+
+    def _add_job(self, js: JobState) -> int:
+        """Give a new job the next slot (arrays grown by the caller); returns the slot."""
+        slot = len(self._slot_of)
+        self._slot_of[js.id] = slot
+        self._arrival[slot] = js.arrival
+        self._gang[slot] = js.scale_factor
+        thr = [js.throughput.get(k, 0.0) for k in self.types]
+        self._runnable[slot] = [t > 0 and js.scale_factor <= n
+                                for t, n in zip(thr, self._free, strict=True)]
+        self._received[slot] = [js.time_on.get(k, 0.0) for k in self.types]
+        row = [Assignment(js.id, k) for k in self.types]
+        self._assignments[js.id] = row
+        num_types = len(self.types)
+        self._assignment_flat[slot * num_types:(slot + 1) * num_types] = row
+        if self._lp is not None:
+            self._class[slot] = self._lp.class_of(js.scale_factor, js.weight, np.array(thr))
+        return slot
+
+    def _assignment_table(self) -> list[list[Assignment]]:
+        """Assignment(job, type) per active job (rows in arrival order) and type, cached."""
+        if self._assignment_rows is None:
+            self._assignment_rows = list(map(self._assignments.__getitem__, self._ids))
+        return self._assignment_rows
 
     def _update_received(self, state: ClusterState) -> None:
         """Add last round's time to received[j,k] (solo) and to the pairs' received time.
@@ -560,9 +580,9 @@ class GavelPolicy(Policy):
             assignments = self._cand_assign
             self._ran_flat = self._cand_flat[picked]
             self._ran_pairs = []
-            return [assignments[c] for c in picked]
+            return list(map(assignments.__getitem__, picked))
         chosen, pair_jobs = self._choose_with_pairs(state)
-        table = self._assignment_rows  # Assignment(job, type) per active job and type
+        table = self._assignment_table()
         ran_pairs: list[tuple[str, str, int]] = []
         if not pair_jobs:
             out = [table[u][k] for u, k in chosen]
@@ -590,19 +610,19 @@ class GavelPolicy(Policy):
         if candidates is None:
             rows = self._rows
             num_types = len(self.types)
-            unit, acc = np.nonzero(self._runnable[rows])
+            unit, acc = np.nonzero(self._runnable[rows])  # ascending (unit, type)
             target = self._target[rows, :][unit, acc]
             share = np.where(target > self.min_share, target, 0.0)
-            candidates = PriorityCandidates(unit, acc, share, [unit], num_types)
+            candidates = PriorityCandidates(unit, acc, share, [unit], num_types, presorted=True)
             self._candidates = candidates
             # per candidate, in the static order
-            self._cand_slot = rows[candidates.unit]
-            self._cand_flat = self._cand_slot * num_types + candidates.acc
-            self._cand_assign = list(map(self._assignment_flat.__getitem__,
-                                         self._cand_flat.tolist()))
+            cand_slot = rows[candidates.unit]
+            self._cand_flat = cand_slot * num_types + candidates.acc
+            self._cand_arrival = self._arrival[cand_slot]
+            self._cand_assign = self._assignment_flat[self._cand_flat].tolist()
             self._gang_list = self._gang[rows].tolist()
         received = self._received.reshape(-1)[self._cand_flat]
-        age = state.now - self._arrival[self._cand_slot]
+        age = state.now - self._cand_arrival
         return candidates.pick(received, age, self._gang_list, self._free,
                                round_s=state.round_s, work_conserving=self.work_conserving)
 

@@ -69,7 +69,13 @@ from schedlab.errors import InputError, SchedlabError
 from schedlab.instance import Cluster, Instance
 from schedlab.policies.base import Policy
 from schedlab.policies.state import Assignment, ClusterState, JobState
-from schedlab.simulator.placement import cluster_placers, ids_mask, lowest_bits, mask_ids
+from schedlab.simulator.placement import (
+    PoolPlacer,
+    cluster_placers,
+    ids_mask,
+    lowest_bits,
+    mask_ids,
+)
 from schedlab.simulator.result import JobRecord, RoundRecord, RunRecord, SimulationResult
 
 log = logging.getLogger(__name__)
@@ -337,16 +343,26 @@ def _solo_units(js: JobState, counts: dict[str, int]) -> dict[str, Unit]:
             if thr > 0.0 and scale <= counts[acc]}
 
 
-def _solo_plans(
+#: One accelerator type of a round as placed: (type, units, GPU mask of each unit, the mask
+#: each unit held there the last time it ran there, 0 if it did not).
+TypeLayout = tuple[str, list[Unit], list[int], list[int]]
+
+
+def _solo_layout(
     decision: Sequence[Assignment],
     fits: dict[str, dict[str, Unit]],
     counts: dict[str, int],
     last_mask: dict[str, int],
-) -> dict[str, _TypePlan] | None:
-    """The plan of :func:`_check_decision` for a plan of single jobs that passes every check;
-    None when the plan has a co-located pair or fails a check (the caller then runs
-    :func:`_check_decision`, which handles pairs and names the first error)."""
-    plans = {acc: _TypePlan([], [], []) for acc in counts}
+    placers: dict[str, PoolPlacer],
+) -> list[TypeLayout] | None:
+    """A plan of single jobs checked and placed, per type in cluster order (types without
+    gangs left out); None when the plan has a co-located pair or fails a check (the caller
+    then runs :func:`_checked_layout`, which handles pairs and names the first error).
+
+    Same checks and placement as :func:`_check_decision` + :meth:`PoolPlacer.place`, in
+    fewer Python steps: one pass groups the units per type, the gangs and previous masks
+    are list comprehensions per type."""
+    groups: dict[str, list[Unit]] = {acc: [] for acc in counts}
     for a in decision:
         options = fits.get(a.job)
         if options is None or a.partner is not None:
@@ -355,17 +371,48 @@ def _solo_plans(
         unit = options.get(acc)
         if unit is None:
             return None
-        js = unit[0]
-        units, gangs, previous = plans[acc]
-        units.append(unit)
-        gangs.append(js.scale_factor)
-        previous.append(last_mask[js.id] if js.last_accelerator == acc else 0)
+        groups[acc].append(unit)
     if len(set(map(_job_of, decision))) != len(decision):
         return None
-    for acc, plan in plans.items():
-        if sum(plan.gangs) > counts[acc]:
+    layout: list[TypeLayout] = []
+    for acc, units in groups.items():
+        if not units:
+            continue
+        gangs = [unit[0].scale_factor for unit in units]
+        if sum(gangs) > counts[acc]:
             return None
-    return plans
+        previous = [last_mask[js.id] if js.last_accelerator == acc else 0
+                    for js, _, _ in units]
+        layout.append((acc, units, placers[acc].place(gangs, previous), previous))
+    return layout
+
+
+def _checked_layout(
+    decision: Sequence[Assignment],
+    by_id: dict[str, JobState],
+    counts: dict[str, int],
+    last_mask: dict[str, int],
+    placers: dict[str, PoolPlacer],
+    policy_name: str,
+    round_index: int,
+) -> list[TypeLayout]:
+    """Any plan (pairs too) checked by :func:`_check_decision` and placed, per type in cluster
+    order; a co-located pair is split into its two jobs (:func:`_pair_members`)."""
+    plans = _check_decision(decision, by_id, counts, last_mask, policy_name, round_index)
+    layout: list[TypeLayout] = []
+    for acc, plan in plans.items():
+        if not plan.units:
+            continue
+        # placement: GPU ids per type, sticky first
+        masks = placers[acc].place(plan.gangs, plan.previous)
+        units: list[Unit] = plan.units
+        before = plan.previous
+        if any(mate is not None for _, _, mate in units):
+            units, masks = _pair_members(units, masks, plan.gangs, acc)
+            before = [last_mask.get(js.id, 0) if js.last_accelerator == acc else 0
+                      for js, _, _ in units]
+        layout.append((acc, units, masks, before))
+    return layout
 
 
 def _advance(
@@ -395,22 +442,22 @@ def _advance(
         # prev is the job's last mask when it last ran on acc, else 0 (masks are never 0)
         if prev == job_mask:
             overhead = 0.0
-            run_s = length
-        else:
+            steps = thr * length
+        else:  # new GPUs: a migration, unless it is the job's first start
             overhead = 0.0
             job_id = js.id
-            if js.last_accelerator is not None:  # a first start is free
+            if js.last_accelerator is not None:
                 overhead = min(js.switch_overhead_s, length)
                 js.migrations += 1
                 overhead_paid[job_id] = overhead_paid.get(job_id, 0.0) + overhead
             js.last_accelerator = acc
             js.last_gpu_ids = mask_ids(job_mask)
             last_mask[job_id] = job_mask
-            run_s = length - overhead
+            steps = thr * (length - overhead)
         total_steps = js.total_steps
-        steps = thr * run_s
-        if total_steps - js.steps_done - steps <= ftol * total_steps:
-            held = overhead + (total_steps - js.steps_done) / thr
+        left = total_steps - js.steps_done
+        if left - steps <= ftol * total_steps:  # finishes in the round
+            held = overhead + left / thr
             if held > length:
                 held = length
             end = now + held
@@ -563,9 +610,9 @@ def _run(
     overhead_paid: dict[str, float] = {}
     rounds: list[RoundRecord] = []
     previous: list[JobState] = []  # jobs that ran in the round just simulated
-    # the last solo plan as placed (type, units, GPU masks), the decision it came from and the
-    # job-set version then: a round whose decision repeats it reuses the placement
-    repeat_layout: list[tuple[str, list[Unit], list[int]]] | None = None
+    # the last solo plan as placed, the decision it came from and the job-set version then: a
+    # round whose decision repeats it reuses the placement
+    repeat_layout: list[TypeLayout] | None = None
     repeat_of: list[Assignment] = []
     repeat_version = -1
     now = pending[0].arrival if pending else 0.0
@@ -612,31 +659,19 @@ def _run(
         if repeat_layout is not None and version == repeat_version and decision == repeat_of:
             # The plan of the last round again, and no job arrived or finished since: it
             # passed the checks then, and every gang finds its GPUs free (sticky placement).
-            for acc, same_units, same_masks in repeat_layout:
+            for acc, same_units, same_masks, _ in repeat_layout:
                 last_end = _advance(same_units, same_masks, same_masks, acc, now, length,
                                     round_index, last_mask, overhead_paid, runs, still,
                                     done_now, last_end)
         else:
-            plans = _solo_plans(decision, fits, counts, last_mask)
-            solo = plans is not None
-            if plans is None:  # pairs, or a plan to reject: the full check
-                plans = _check_decision(decision, by_id, counts, last_mask, name, round_index)
-            layout: list[tuple[str, list[Unit], list[int]]] = []
-            for acc, plan in plans.items():
-                if not plan.units:
-                    continue
-                # placement: GPU ids per type, sticky first
-                masks = placers[acc].place(plan.gangs, plan.previous)
-                units: list[Unit] = plan.units
-                before: Sequence[int] = plan.previous
-                if not solo and any(mate is not None for _, _, mate in units):
-                    units, masks = _pair_members(units, masks, plan.gangs, acc)
-                    before = [last_mask.get(js.id, 0) if js.last_accelerator == acc else 0
-                              for js, _, _ in units]
-                layout.append((acc, units, masks))
+            layout = _solo_layout(decision, fits, counts, last_mask, placers)
+            repeat_layout = layout
+            if layout is None:  # pairs, or a plan to reject: the full check
+                layout = _checked_layout(decision, by_id, counts, last_mask, placers, name,
+                                         round_index)
+            for acc, units, masks, before in layout:
                 last_end = _advance(units, masks, before, acc, now, length, round_index,
                                     last_mask, overhead_paid, runs, still, done_now, last_end)
-            repeat_layout = layout if solo else None
             repeat_of = list(decision)  # a copy: a policy may reuse its list
         repeat_version = version
 

@@ -61,15 +61,19 @@ def lowest_bits(mask: int, size: int) -> int:
 def _lowest_run(mask: int, size: int) -> int:
     """The lowest run of ``size`` consecutive set bits of ``mask``, else its lowest bits.
 
-    ``run`` keeps bit i set iff bits i .. i+size-1 of ``mask`` are all set.
+    ``run`` keeps bit i set iff bits i .. i+have-1 of ``mask`` are all set; ``have`` grows by
+    doubling (runs of ``have`` at i and at i+step, step <= have, cover i .. i+have+step-1),
+    so a gang of s GPUs costs about log2(s) steps.
     """
     run = mask
-    for shift in range(1, size):
-        run &= mask >> shift
+    have = 1
+    while have < size:
+        step = have if have <= size - have else size - have
+        run &= run >> step
         if not run:
             return lowest_bits(mask, size)
-    start = (run & -run).bit_length() - 1
-    return ((1 << size) - 1) << start
+        have += step
+    return ((1 << size) - 1) * (run & -run)
 
 
 def gpus_per_node(pool: AcceleratorPool) -> int | None:
@@ -129,14 +133,16 @@ class PoolPlacer:
         The total of ``gangs`` must not exceed ``count`` (the caller checked the decision).
         """
         free = self.all_free
-        masks = [0] * len(gangs)
+        masks: list[int] = []
+        keep = masks.append
         rest: list[int] = []
-        for i, (size, prev) in enumerate(zip(gangs, previous, strict=True)):
+        for size, prev in zip(gangs, previous, strict=True):
             if prev and (free & prev) == prev and prev.bit_count() == size:
-                masks[i] = prev
+                keep(prev)
                 free ^= prev
             else:
-                rest.append(i)
+                rest.append(len(masks))
+                keep(0)
         if not rest:
             return masks
         if len(rest) > 1:  # largest first; stable (also reversed): policy order within a size
