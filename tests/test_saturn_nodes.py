@@ -142,6 +142,23 @@ def test_benders_bound_and_schedule_against_brute_force(inst: Instance) -> None:
     assert out.makespan == pytest.approx(expected, rel=2e-4)
 
 
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inst=two_node_instances())
+def test_benders_in_pure_python_from_a_tiny_node_limit(inst: Instance) -> None:
+    """Without numba (the Python search) and with node searches cut short at one node: the
+    loop raises the limit when no cut comes and still ends at the brute-force optimum."""
+    from schedlab.formulations import saturn_nodes
+
+    expected = brute_force_makespan(inst)
+    data = saturn_data(inst)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(saturn_nodes, "_KERNEL", False)
+        out = benders_makespan(data, floor=lower_bound(data), upper=math.inf, deadline=None,
+                               node_limit=1)
+    assert out.finished and out.bound <= expected + 1e-6
+    assert out.makespan == pytest.approx(expected, rel=2e-4)
+
+
 def test_benders_needs_identical_nodes_and_one_release() -> None:
     inst = make([{"id": "a", "configs": [{"technique": "ddp", "gpus": 2, "runtime_s": 10.0}]}],
                 [4, 2])
