@@ -132,8 +132,11 @@ def _compiled_kernel() -> Any:
     if _KERNEL is None:
         try:
             from schedlab.formulations import saturn_node_kernel
-        except ImportError:  # numba not installed: the Python search does the same work
-            log.info("numba is not installed; the one-node search runs in pure Python")
+        except (ImportError, RuntimeError, OSError) as exc:
+            # numba missing, or no writable cache directory for its compiled code: the
+            # Python search does the same work, slower
+            log.warning("the compiled one-node search is unavailable (%s); running it in "
+                        "pure Python", exc)
             _KERNEL = False
         else:
             _KERNEL = saturn_node_kernel
