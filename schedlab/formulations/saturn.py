@@ -524,7 +524,7 @@ class TimeIndexed(SaturnMilp):
                     time.perf_counter() + max(1.0, time.perf_counter() - t0))
                 benders = benders_makespan(data, floor=bound_s, upper=polished,
                                            deadline=budget_end, target_gap=self.target_gap,
-                                           threads=opts.threads)
+                                           threads=opts.threads, start=placed)
                 use = benders.placements is not None and benders.makespan < polished - 1e-9
                 if use and benders.placements is not None:
                     placed = benders.placements

@@ -503,7 +503,9 @@ def benders_makespan(
     (a ``time.perf_counter`` value).  ``floor``: a proven lower bound (the result's bound
     never falls below it; it is not loaded into the master, whose C starts at the analytic
     bound: with C floored the master returns arbitrary assignments below the floor, and the
-    cuts from them converged much more slowly in our runs).  Requires :func:`benders_applicable`."""
+    cuts from them converged much more slowly in our runs).  ``start``: a schedule of
+    makespan ``upper``, whose assignment is the master's first MIP start.  Requires
+    :func:`benders_applicable`."""
     if not benders_applicable(data):
         raise ValueError("Benders needs identical nodes and one release time")
     master = _Master(data, lower_bound(data), threads)
@@ -514,7 +516,6 @@ def benders_makespan(
     master_gap = max(target_gap, MASTER_GAP_START)
     best_keys = None if start is None else _keys(data, start)
     seen_cuts: set[tuple[tuple[int, int], ...]] = set()
-    found_better = False
     while True:
         left = math.inf if deadline is None else deadline - time.perf_counter()
         if left < 0.1 or _met(best, out.bound, target_gap):
@@ -531,7 +532,7 @@ def benders_makespan(
             break
         # the master's solution, then the other assignments HiGHS found on the way (each a
         # feasible schedule, each a source of cuts)
-        added = unproven = 0
+        added, unproven, found_better = 0, False, False
         for rank, keys in enumerate([chosen, *others]):
             span, placed, cuts, stuck = _evaluate(keys, objective, data, cache, master, seen_cuts)
             if rank == 0:
@@ -543,7 +544,6 @@ def benders_makespan(
                 best, best_keys = span, keys
                 found_better = True
         if found_better and improve_s > 0 and best_keys is not None:
-            found_better = False
             stop = time.perf_counter() + improve_s
             if deadline is not None:
                 stop = min(stop, deadline)
