@@ -20,7 +20,10 @@ the machine's load), ``rounds``, ``job-rounds/s``
 inside the policy), ``avg JCT h`` (hours).  The last line gives the aware / agnostic average-JCT
 ratio.  Gavel's own simulator needs about 21 s for the max-min fairness run on the machine type
 these numbers come from (not measured here).  CPU seconds are printed beside wall seconds because
-a shared machine's wall time depends on its load (the load average is printed too).
+a shared machine's wall time depends on its load (the load average is printed too).  The 2 s
+target is judged twice: on the wall time as measured, and at the machine type's usual speed
+(the run's yardsticks times ``REFERENCE_YARDSTICK_S``), which is the fair comparison with
+Gavel's ~21 s when the shared machine runs slow.
 """
 
 from __future__ import annotations
@@ -48,6 +51,11 @@ TRACE = ROOT / "instances" / "gavel" / "trace-1000.json.gz"
 DOCS = ROOT / "docs" / "simulator.md"
 POLICIES = ("fifo", "gavel.max_min_fairness_agnostic", "gavel.max_min_fairness")
 TARGET_S = 2.0
+#: The yardstick's CPU seconds on this machine type when it runs at its usual speed (the
+#: 2026-11-22 measurements on the shared 2-core VM ranged 0.17-0.31 s; 0.19 s was its usual
+#: unloaded value): a run's yardsticks times this give its time on an unloaded machine, the
+#: conditions of Gavel's ~21 s.
+REFERENCE_YARDSTICK_S = 0.19
 
 log = logging.getLogger("simulator_speed")
 
@@ -170,6 +178,13 @@ def main(argv: list[str] | None = None) -> int:
             f"`gavel.max_min_fairness`: {aware.wall_s:.2f} s wall (median of {len(aware.walls)}: "
             f"{statistics.median(aware.walls):.2f} s), {aware.cpu_s:.2f} s CPU -- {verdict} the "
             f"{TARGET_S:.0f} s target; Gavel's own simulator needs about 21 s.")
+        usual = aware.cpu_s / aware.yardstick_s * REFERENCE_YARDSTICK_S
+        notes.append(
+            f"At this machine type's usual speed (yardstick {REFERENCE_YARDSTICK_S:.2f} s, the "
+            f"conditions of Gavel's ~21 s; today's {aware.yardstick_s:.2f} s) its "
+            f"{aware.cpu_s / aware.yardstick_s:.1f} yardsticks are {usual:.2f} s: "
+            f"{'meets' if usual <= TARGET_S else 'misses'} the target, "
+            f"{21.0 / usual:.0f}x faster than Gavel's simulator.")
     if skipped:
         notes.append("Skipped: " + ", ".join(skipped) + ".")
     notes.append(
