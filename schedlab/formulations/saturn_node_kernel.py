@@ -232,10 +232,8 @@ def search(gpus: np.ndarray, run: np.ndarray, twin_before: np.ndarray, capacity:
                 d -= 1
                 continue
             # remember the state (in the empty slot the probe ended at)
-            if pool_used + length > pool.shape[0]:
-                grown = np.zeros(2 * pool.shape[0] + length, dtype=np.int64)
-                grown[:pool_used] = pool[:pool_used]
-                pool = grown
+            if pool_used + length > pool.shape[0]:  # a key is far shorter than the pool
+                pool = _grown(pool, pool_used)
             if entries == e_off.shape[0]:
                 e_off = _grown(e_off, entries)
                 e_len = _grown(e_len, entries)
