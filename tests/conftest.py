@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -187,3 +188,33 @@ def stand_ins(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, type[Formul
     finally:
         for name in STAND_INS:
             registry._REGISTRY.pop(name, None)
+
+
+def _close_documents(a: Any, b: Any, rel: float, where: str) -> list[str]:
+    """Paths where two JSON-like documents differ (floats compared to relative ``rel``)."""
+    if isinstance(a, bool) or isinstance(b, bool) or isinstance(a, str) or a is None:
+        return [] if a == b else [f"{where}: {a!r} != {b!r}"]
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return [] if math.isclose(a, b, rel_tol=rel, abs_tol=0.0) else [f"{where}: {a!r} != {b!r}"]
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b):
+            return [f"{where}: keys {sorted(set(a) ^ set(b))} differ"]
+        return [d for k in a for d in _close_documents(a[k], b[k], rel, f"{where}.{k}")]
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{where}: lengths {len(a)} != {len(b)}"]
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=True))
+                for d in _close_documents(x, y, rel, f"{where}[{i}]")]
+    return [] if a == b else [f"{where}: {a!r} != {b!r}"]
+
+
+@pytest.fixture
+def assert_same_data() -> Callable[..., None]:
+    """``assert_same_data(a, b, rel=1e-9)``: two JSON-like documents are equal, floats to a
+    relative tolerance (regenerated data must not depend on the last bit of a library)."""
+
+    def check_documents(a: Any, b: Any, rel: float = 1e-9, what: str = "") -> None:
+        diffs = _close_documents(a, b, rel, what or "document")
+        assert not diffs, "\n".join(diffs[:10])
+
+    return check_documents

@@ -103,7 +103,7 @@ def test_philly_to_instance(tmp_path: Path) -> None:
     assert [by_id[k].scale_factor for k in by_id] == [8, 4, 4]
     for job, duration in zip(by_id.values(), (104.0, 600.0, 3600.0), strict=True):
         measured = TABLE.throughput(job.job_type or "", job.scale_factor)
-        assert job.total_steps == pytest.approx(duration * measured["v100"])
+        assert job.total_steps == max(1, round(duration * measured["v100"]))  # whole steps
         assert job.throughput == {k: measured[k] for k in ("v100", "k80")}
     assert set(inst.cluster.accelerators) == {"v100", "k80"}
     # The job-type draw is seeded: same seed, same types; the arrival order does not change.

@@ -6,6 +6,7 @@ import gzip
 import json
 import math
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -170,7 +171,11 @@ def test_priority_mix_and_slo() -> None:
     fives = sum(j.weight == 5.0 for j in inst.jobs) / 3000
     assert abs(fives - 0.2) < 0.03
     durations = _durations_s(inst)
-    assert np.allclose([j.slo_s or 0.0 for j in inst.jobs], 2.0 * durations)
+    # total_steps is rounded to whole steps: the recovered duration is off by <= 0.5 / T_v100.
+    table = load_gavel_throughputs()
+    v100 = np.array([table.throughput(j.job_type, j.scale_factor)["v100"] for j in inst.jobs])
+    slo = np.array([j.slo_s or 0.0 for j in inst.jobs])
+    assert np.all(np.abs(slo - 2.0 * durations) <= 2.0 * 0.5 / v100 + 1e-9 * slo)
     custom = generate_gavel_instance(100, seed=4, priority_mix={1.0: 0.5, 2.0: 0.5})
     assert {j.weight for j in custom.jobs} == {1.0, 2.0}
 
@@ -297,13 +302,19 @@ def test_shipped_instances_load(file_name: str) -> None:
     assert b"schedlab/instance@1" in raw
 
 
-def test_shipped_examples_are_reproducible(tmp_path: Path) -> None:
+def test_shipped_examples_are_reproducible(
+    tmp_path: Path, assert_same_data: Callable[..., None]
+) -> None:
+    """Regenerated examples equal the shipped files to relative 1e-9 (not bit for bit: a
+    library update may move the last bit of a derived float)."""
     for file_name, instance in example_instances().items():
-        assert load_instance(INSTANCES / file_name) == instance, file_name
+        shipped = load_instance(INSTANCES / file_name)
+        assert_same_data(instance.to_dict(), shipped.to_dict(), what=file_name)
     written = write_example_instances(tmp_path)
     assert {p.name for p in written} == set(example_instances())
     for path in written:
-        assert path.read_bytes() == (INSTANCES / path.name).read_bytes(), path.name
+        assert_same_data(load_instance(path).to_dict(),
+                         load_instance(INSTANCES / path.name).to_dict(), what=path.name)
     big = load_instance(INSTANCES / "cluster-108gpus-300jobs.json")
     assert len(big.jobs) == 300 and big.cluster.total_gpus == 108
     assert all(j.arrival == 0.0 for j in big.jobs)

@@ -9,7 +9,9 @@ arrival process, commit c4fa400), with numpy Generators instead of ``random.Rand
   template until it is data-parallel when s > 1, which is the same distribution);
 - duration on s V100s, in minutes: 10^U(1.5, 3) with probability 0.8 (short, 32 min to 17 h),
   10^U(3, 4) with probability 0.2 (long, 17 h to 6.9 days);
-- total_steps = duration_s * T[type, s, v100] (Gavel's reference worker type is the V100);
+- total_steps = duration_s * T[type, s, v100] rounded to whole steps (Gavel's reference worker
+  type is the V100); derived floats (arrivals, SLOs) are stated to 12 significant digits
+  (:mod:`schedlab.workloads.precision`);
 - arrivals: all at t = 0, or a Poisson process of rate lambda jobs/hour: the first job at 0 s,
   then exponential gaps of mean 3600 / lambda s;
 - priorities (optional): weight 5 with probability 0.2, else 1 (Gavel's multi-priority mix);
@@ -42,6 +44,7 @@ from schedlab.instance import (
     instance_from_dict,
     read_document,
 )
+from schedlab.workloads.precision import stated, whole_steps
 from schedlab.workloads.throughputs import ThroughputTable, add_colocation, load_gavel_throughputs
 
 log = logging.getLogger(__name__)
@@ -146,7 +149,8 @@ def generate_gavel_instance(
 
     Returns:
         A validated :class:`~schedlab.instance.Instance` with, per job, throughput[k] =
-        T[type, s, k] for every cluster type k and total_steps = duration_s x T[type, s, v100].
+        T[type, s, k] for every cluster type k and total_steps = duration_s x T[type, s, v100]
+        (whole steps).
     """
     if isinstance(num_jobs, bool) or not isinstance(num_jobs, int) or not 0 <= num_jobs <= MAX_JOBS:
         raise InputError(f"num_jobs must be an integer in [0, {MAX_JOBS}], got {num_jobs!r}")
@@ -210,16 +214,16 @@ def generate_gavel_instance(
         job: dict[str, Any] = {
             "id": str(i),
             "job_type": job_type,
-            "arrival": float(arrivals[i]),
+            "arrival": stated(float(arrivals[i])),
             "weight": float(weights[i]),
             "scale_factor": sf,
-            "total_steps": float(duration_s[i]) * measured[REFERENCE_ACCELERATOR],
+            "total_steps": whole_steps(float(duration_s[i]) * measured[REFERENCE_ACCELERATOR]),
             "throughput": {k: measured[k] for k in cluster if k in measured},
         }
         if entities is not None:
             job["entity"] = f"e{i % entities}"
         if slo_factors is not None:
-            job["slo_s"] = float(slo_factors[i] * duration_s[i])
+            job["slo_s"] = stated(float(slo_factors[i] * duration_s[i]))
         jobs.append(job)
 
     label = name or f"gavel-{n}jobs-seed{seed}"
@@ -477,7 +481,8 @@ def write_example_instances(
 
     With ``trace_path`` (Gavel's 1000-job trace JSON), also writes ``trace-1000.json.gz``
     from :func:`instance_from_gavel_trace`.  Everything is deterministic: the same call
-    reproduces the shipped ``instances/gavel/`` files byte for byte.
+    reproduces the shipped ``instances/gavel/`` files, equal to relative 1e-9 on any machine
+    (derived floats are stated to 12 significant digits, steps are whole numbers).
     """
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)

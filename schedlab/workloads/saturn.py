@@ -336,7 +336,8 @@ def write_example_instances(folder: str | Path) -> list[Path]:
     """(Re)write the example instances into ``folder``; return the paths written.
 
     Each file is written atomically (temporary file in the same folder, then rename).
-    Deterministic: the same call reproduces the shipped ``instances/saturn/`` byte for byte.
+    Deterministic: the same call reproduces the shipped ``instances/saturn/`` (to relative
+    1e-9 on any machine; byte for byte where library versions match).
     """
     out = Path(folder)
     written: list[Path] = []

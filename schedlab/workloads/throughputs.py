@@ -55,6 +55,7 @@ import numpy as np
 
 from schedlab.errors import InputError
 from schedlab.instance import Instance, instance_from_dict, read_document
+from schedlab.workloads.precision import stated
 
 log = logging.getLogger(__name__)
 
@@ -354,8 +355,8 @@ def add_colocation(
             if k not in job_a["throughput"] or k not in job_b["throughput"]:
                 continue
             f_a, f_b = colocation_factors(job_a.get("job_type"), job_b.get("job_type"), k)
-            entry_a[k] = f_a * float(job_a["throughput"][k])
-            entry_b[k] = f_b * float(job_b["throughput"][k])
+            entry_a[k] = stated(f_a * float(job_a["throughput"][k]))
+            entry_b[k] = stated(f_b * float(job_b["throughput"][k]))
         if not entry_a:
             continue
         job_a.setdefault("colocated_throughput", {})[job_b["id"]] = entry_a

@@ -73,6 +73,7 @@ from schedlab.instance import (
     Instance,
     instance_from_dict,
 )
+from schedlab.workloads.precision import whole_steps
 from schedlab.workloads.throughputs import ThroughputTable, load_gavel_throughputs
 
 log = logging.getLogger(__name__)
@@ -635,7 +636,8 @@ def trace_jobs_to_instance(
     arrival = submit_s - min submit_s; s = :func:`scale_factor_for` (gpus), lowered to the
     largest scale factor some job type can run at on the cluster; job type drawn uniformly
     from ``numpy.random.default_rng(seed)`` among the types measured at s that can run on the
-    cluster; total_steps = duration_s x T[type, s, v100]; throughput[k] = T[type, s, k].
+    cluster; total_steps = duration_s x T[type, s, v100] (whole steps); throughput[k] =
+    T[type, s, k].
     """
     if num_jobs is not None and num_jobs < 1:
         raise InputError(f"num_jobs must be >= 1, got {num_jobs}")
@@ -682,7 +684,7 @@ def trace_jobs_to_instance(
             "job_type": job_type,
             "arrival": job.submit_s - first,
             "scale_factor": sf,
-            "total_steps": job.duration_s * measured[REFERENCE_ACCELERATOR],
+            "total_steps": whole_steps(job.duration_s * measured[REFERENCE_ACCELERATOR]),
             "throughput": {k: measured[k] for k in pools if k in measured},
         }
         if job.user is not None:
