@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 import schedlab
+from schedlab import registry
 from schedlab.check import check
 from schedlab.errors import InputError
 from schedlab.formulations.gavel import MaxMinFairness
@@ -191,9 +192,17 @@ def test_slo_infeasibility_names_the_job() -> None:
         {"v100": 1},
     )
     # a alone needs 10 steps/s > 4: cannot hold even alone.
-    sol = schedlab.solve(inst, "gavel.max_sum_throughput")
+    strict = registry.get_formulation("gavel.max_sum_throughput", drop_infeasible_slos=False)
+    sol = strict.solve(inst)
     assert sol.status == "infeasible"
     assert any("job a" in d and "even alone" in d for d in sol.diagnostics)
+    # Gavel's fallback (the default): drop every SLO row, solve again and say so.  Without
+    # SLOs, max 4 x_a + 8 x_b s.t. x_a + x_b <= 1 puts b on the GPU: objective 8.
+    fallback = schedlab.solve(inst, "gavel.max_sum_throughput")
+    assert fallback.status == "optimal" and fallback.objective == pytest.approx(8.0, rel=1e-9)
+    assert fallback.metrics["slos_dropped"] == ["a", "b"]
+    assert "dropped" in fallback.diagnostics[0]
+    assert any("job a" in d and "even alone" in d for d in fallback.diagnostics)
     # Each SLO holds alone (needs 2.5 of 4 and 5 of 8 steps/s) but not together:
     # x_a >= 0.625 and x_b >= 0.625 exceed the single GPU.
     inst2 = make(
@@ -203,7 +212,7 @@ def test_slo_infeasibility_names_the_job() -> None:
         ],
         {"v100": 1},
     )
-    sol2 = schedlab.solve(inst2, "gavel.max_sum_throughput")
+    sol2 = strict.solve(inst2)
     assert sol2.status == "infeasible"
     assert "cannot all hold together" in sol2.diagnostics[0]
 
@@ -267,7 +276,8 @@ LP_FORMULATIONS = [
 @given(inst=instances())
 def test_checker_finds_nothing(name: str, inst: Instance) -> None:
     sol = schedlab.solve(inst, name)
-    assert sol.status == "optimal"
+    # FIFO is a heuristic: it proves nothing, so it is never "optimal".
+    assert sol.status == ("feasible" if name.startswith("gavel.fifo") else "optimal")
     assert check(inst, sol) == []
     assert sol.violations == []
 
@@ -343,49 +353,8 @@ def test_min_makespan_equals_bisection(inst: Instance) -> None:
     assert sol.objective == pytest.approx(bisection_makespan(inst), rel=1e-6)
 
 
-@settings(max_examples=15, deadline=None)
-@given(inst=instances(max_jobs=4))
-def test_finish_time_fairness_matches_convex_model(inst: Instance) -> None:
-    """min_X max_j (t_j + R_j / thr_j(X)) / D_j is convex (R/thr is convex for thr > 0):
-    solve it directly with cvxpy + Clarabel and compare with our bisection."""
-    sol = schedlab.solve(inst, "gavel.finish_time_fairness")
-    t = throughput_matrix(inst)
-    n = np.array([inst.cluster.accelerators[k].count for k in inst.types], float)
-    s = np.array([job.scale_factor for job in inst.jobs], float)
-    r = np.array([job.remaining_steps for job in inst.jobs])
-    allowed = (s[:, None] <= n[None, :]).astype(float)
-    teq = (t * allowed) @ n / n.sum()
-    iso = teq * min(1.0, n.sum() / s.sum())
-    denom = r / iso  # t_iso = t = 0 here
-    x = cp.Variable(t.shape, nonneg=True)
-    thr = cp.sum(cp.multiply(t, x), axis=1)
-    rho = cp.multiply(r / denom, cp.inv_pos(thr))
-    prob = cp.Problem(
-        cp.Minimize(cp.max(rho)), [cp.sum(x, axis=1) <= 1, s @ x <= n, x <= allowed]
-    )
-    prob.solve(solver=cp.CLARABEL)
-    tol = inst.params.fairness_tolerance
-    assert sol.bound is not None and sol.objective is not None
-    assert sol.bound <= prob.value * (1 + 1e-6)
-    assert sol.objective == pytest.approx(prob.value, rel=max(10 * tol, 1e-5))
-
-
-@FAST
-@given(inst=instances(steps=False))
-def test_sum_throughput_matches_cvxpy(inst: Instance) -> None:
-    sol = schedlab.solve(inst, "gavel.max_sum_throughput")
-    t = throughput_matrix(inst)
-    n = np.array([inst.cluster.accelerators[k].count for k in inst.types], float)
-    s = np.array([job.scale_factor for job in inst.jobs], float)
-    allowed = (s[:, None] <= n[None, :]).astype(float)
-    best = (t * allowed).max(axis=1)
-    x = cp.Variable(t.shape, nonneg=True)
-    prob = cp.Problem(
-        cp.Maximize(cp.sum(cp.multiply(t / best[:, None], x))),
-        [cp.sum(x, axis=1) <= 1, s @ x <= n, x <= allowed],
-    )
-    prob.solve(solver=cp.CLARABEL)
-    assert sol.objective == pytest.approx(prob.value, rel=1e-6, abs=1e-7)
+# finish_time_fairness and max_sum_throughput are compared with their definitions (Gavel's
+# code) written in cvxpy in tests/test_gavel_definitions.py.
 
 
 def test_space_sharing_never_worse_than_solo() -> None:

@@ -39,9 +39,12 @@ from schedlab.formulations.gavel_data import (
     allocation_dicts,
     effective_throughput,
     gavel_data,
+    isolated_share,
+    isolated_throughput,
     makespan_value,
     max_min_value,
     normalized_throughput,
+    sum_throughput_coefficients,
     sum_throughput_value,
 )
 from schedlab.instance import Instance
@@ -320,25 +323,48 @@ class MaxMinFairness(GavelPolicy):
 
 
 class MaxSumThroughput(GavelPolicy):
-    """Maximize total normalized throughput, optionally per dollar, optionally with SLOs.
+    """Maximize the sum of throughputs (Gavel's ``ThroughputSumWithPerf``), optionally per
+    dollar (``cost=True``: Gavel's ``ThroughputNormalizedByCostSumWithPerfSLOs``), with SLOs.
 
-    maximize  sum_j sum_k T[j,k] X[j,k] / (T_best[j] * (s_j c_k if cost else 1))
-    s.t.      slo[j]:  thr_j(X) >= R_j / slo_j      for jobs with ``slo_s``
+    maximize  sum_j sum_k T[j,k] X[j,k] / c_k          (c_k = 1 without costs)
+    s.t.      slo[j]:  thr_j(X) >= R_j / slo_j         for jobs with ``slo_s``
               job_share, capacity
 
-    T_best[j] = max_k T[j,k] makes each job's full-speed run worth 1, so jobs of different
-    models are comparable; with ``cost=True`` each term is divided by the job's price rate
-    s_j c_k ($/h), Gavel's cost policy.  When the SLO rows cannot all hold the solution is
-    ``infeasible`` and its diagnostics name the SLOs that break (found by an elastic LP that
-    minimizes the total relative SLO shortfall).
+    Raw throughputs, exactly as Gavel's code: c_k is the accelerator's price per GPU-hour
+    (``cost_per_hour``), with no per-job normalization and no scale factor in the price.
+
+    ``normalize="best_type"`` (an explicit option, not Gavel's policy) divides each job's terms
+    by T_best[j] = max_k T[j,k] (and, with costs, by s_j c_k), so a job's full-speed run is
+    worth 1 whatever its model.
+
+    SLOs: when the SLO rows cannot all hold, Gavel's code drops them all and solves again.
+    With ``drop_infeasible_slos=True`` (the default, Gavel's) the solution is that re-solve,
+    and ``diagnostics`` / ``metrics["slos_dropped"]`` name the SLOs that break (found by an
+    elastic LP that minimizes the total relative SLO shortfall); with ``False`` the solution is
+    ``infeasible`` with the same diagnostics.
     """
 
-    description = "maximize total normalized throughput (cost=True: per dollar), with SLOs"
+    description = "maximize the sum of raw throughputs (cost=True: per dollar), with SLOs"
     needs_every_job = False
+    #: accepted values of ``normalize``
+    NORMALIZATIONS = ("none", "best_type")
 
-    def __init__(self, cost: bool = False, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        cost: bool = False,
+        normalize: str = "none",
+        drop_infeasible_slos: bool = True,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
+        if normalize not in self.NORMALIZATIONS:
+            raise InputError(
+                f"normalize must be one of {self.NORMALIZATIONS}, got {normalize!r}",
+                field="normalize",
+            )
         self.cost = cost
+        self.normalize = normalize
+        self.drop_infeasible_slos = drop_infeasible_slos
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)
@@ -366,17 +392,18 @@ class MaxSumThroughput(GavelPolicy):
     def _prices(self, data: GavelData) -> FloatArray | None:
         return data.prices if self.cost else None
 
+    def coefficients(self, data: GavelData) -> FloatArray:
+        """The objective's coefficient of X[j,k]: T[j,k] / c_k, or with ``best_type``
+        T[j,k] / (T_best[j] [s_j c_k])."""
+        return sum_throughput_coefficients(data, self._prices(data), self.normalize)
+
     def build_from(self, data: GavelData) -> pyo.ConcreteModel:
         m = self.model(data)
-        best = np.where(data.best_throughput() > 0, data.best_throughput(), 1.0)
-        prices = self._prices(data)
-        terms = []
-        for j, k in m.JK:
-            c = data.throughput[j, k] / best[j]
-            if prices is not None:
-                c /= data.scale_factor[j] * prices[k]
-            terms.append(c * m.X[j, k])
-        m.objective = pyo.Objective(expr=pyo.quicksum(terms), sense=pyo.maximize)
+        coef = self.coefficients(data)
+        m.objective = pyo.Objective(
+            expr=pyo.quicksum(float(coef[j, k]) * m.X[j, k] for j, k in m.JK),
+            sense=pyo.maximize,
+        )
         return m
 
     @staticmethod
@@ -395,9 +422,27 @@ class MaxSumThroughput(GavelPolicy):
 
     def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
         solution = super().solve(instance, options)
-        if solution.status == Status.INFEASIBLE and self._slo_rates(instance):
-            solution.diagnostics = self._explain_slos(instance, options)
-        return solution
+        if solution.status != Status.INFEASIBLE or not self._slo_rates(instance):
+            return solution
+        broken = self._explain_slos(instance, options)
+        if not self.drop_infeasible_slos:
+            solution.diagnostics = broken
+            return solution
+        # Gavel's fallback: drop every SLO row and solve again, saying so.
+        without = instance.model_copy(
+            update={"jobs": [job.model_copy(update={"slo_s": None}) for job in instance.jobs]}
+        )
+        relaxed = super().solve(without, options)
+        relaxed.instance = solution.instance
+        relaxed.diagnostics = [
+            "SLOs cannot all hold: every SLO row was dropped and the policy solved again "
+            "without them (Gavel's fallback; drop_infeasible_slos=False reports infeasible)",
+            *broken,
+        ]
+        relaxed.metrics["slos_dropped"] = sorted(
+            instance.jobs[j].id for j in self._slo_rates(instance)
+        )
+        return relaxed
 
     def _explain_slos(self, instance: Instance, options: SolverOptions | None) -> list[str]:
         """Name the SLOs that cannot hold: first alone, then together (elastic LP)."""
@@ -430,7 +475,7 @@ class MaxSumThroughput(GavelPolicy):
         return ["SLOs cannot all hold together; least total shortfall:", *broken]
 
     def objective_value(self, data: GavelData, x: FloatArray, y: FloatArray) -> float:
-        return sum_throughput_value(data, x, self._prices(data))
+        return sum_throughput_value(data, x, self._prices(data), self.normalize)
 
 
 # ----------------------------------------------------------------------- min makespan
@@ -486,21 +531,33 @@ class MinMakespan(GavelPolicy):
 
 
 class FinishTimeFairness(GavelPolicy):
-    """Themis' finish-time fairness: minimize max_j rho_j, by bisection on rho.
+    """Themis' finish-time fairness as Gavel's ``FinishTimeFairnessPolicyWithPerf``: minimize
+    max_j rho_j, by bisection on rho.
 
     rho_j(X) = (t_j + R_j / thr_j(X)) / (t_iso_j + R_j / T_iso[j])
 
-    t_j = ``time_in_system_s``, t_iso_j = ``isolated_time_s``; T_iso[j] = T_eq[j] min(1, N/S),
-    S = sum_i s_i, is the throughput under a proportional share of the cluster (the allocation
-    X_iso[j,k] = (n_k/N) min(1, N/S), always feasible).  For a fixed rho the condition
-    rho_j <= rho is linear:  thr_j(X) >= R_j / (rho D_j - t_j),  D_j = t_iso_j + R_j/T_iso[j].
-    Each bisection step solves  max z  s.t.  thr_j(X) >= r_j(rho) z  and tests z >= 1, re-using
-    one persistent solver (only the row coefficients r_j change).  Bisection stops when
-    (hi - lo) <= tol * hi, tol = ``params.fairness_tolerance``; ``objective`` is max rho of the
-    returned allocation, ``bound`` the last infeasible rho (a proven lower bound).
+    t_j = ``time_in_system_s`` (s), t_iso_j = ``isolated_time_s`` (s), R_j remaining steps.
+    T_iso[j] = sum_k T[j,k] X_iso[j,k] is the throughput on Gavel's isolated share, 1/m of
+    every accelerator pool (m = number of jobs): X_iso[j,k] = n_k / (m s_j), each row then
+    scaled down so that sum_k X_iso[j,k] <= 1 (:func:`~schedlab.formulations.gavel_data.
+    isolated_share`).  Job weights do not enter, as in Gavel's code.
+
+    For a fixed rho the condition rho_j <= rho is linear:  thr_j(X) >= R_j / (rho D_j - t_j),
+    D_j = t_iso_j + R_j/T_iso[j].  Each bisection step solves  max z  s.t.  thr_j(X) >= r_j(rho) z
+    and tests z >= 1, re-using one persistent solver (only the row coefficients r_j change).
+    The isolated allocation (restricted to the types a job can use) is feasible and gives the
+    first upper bound; every job alone on its best type gives the first lower bound.
+    Bisection stops when (hi - lo) <= tol * hi, tol = ``params.fairness_tolerance``.
+    ``objective`` is max rho of the returned allocation; ``bound`` the largest rho proven
+    infeasible by an optimal sub-solve.  Status: ``optimal`` when the bisection closed to the
+    tolerance; ``feasible`` when it stopped early (a sub-solve that failed or hit its time
+    limit proves nothing, so the search stops there and reports the gap it has; or the step
+    cap); the gap is always (objective - bound) / objective.
     """
 
     description = "finish-time fairness (Themis): minimize max rho by bisection on LP feasibility"
+    #: most bisection steps (each halves the interval)
+    max_steps = 200
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)
@@ -508,9 +565,8 @@ class FinishTimeFairness(GavelPolicy):
 
     @staticmethod
     def terms(data: GavelData) -> tuple[FloatArray, FloatArray]:
-        """(t_j, D_j) per job."""
-        total_scale = float(data.scale_factor.sum())
-        iso = data.equal_share_throughput() * min(1.0, data.total_gpus / max(total_scale, 1e-12))
+        """(t_j, D_j) per job: time in system and the isolated finish time (s)."""
+        iso = isolated_throughput(data)
         assert data.time_in_system is not None and data.isolated_time is not None
         t = data.time_in_system
         t_iso = data.isolated_time
@@ -546,6 +602,23 @@ class FinishTimeFairness(GavelPolicy):
         m.objective = pyo.Objective(expr=m.z, sense=pyo.maximize)
         return m
 
+    def start_allocation(self, data: GavelData) -> FloatArray:
+        """A feasible allocation with finite rho: Gavel's isolated share on the usable types
+        (heterogeneity-agnostic: spread over the usable pools in proportion to their GPUs,
+        with the same total share, which satisfies the type-blind rows)."""
+        x_iso = np.where(data.allowed, isolated_share(data.gpus, data.scale_factor), 0.0)
+        if self.heterogeneity_aware:
+            return x_iso
+        pool = (data.allowed * data.gpus[None, :]).sum(axis=1)
+        total = x_iso.sum(axis=1)
+        spread = np.divide(data.allowed * data.gpus[None, :], pool[:, None],
+                           out=np.zeros_like(x_iso), where=pool[:, None] > 0)
+        # Scale so that no pool is over-subscribed: each job keeps at most its isolated share.
+        x = spread * total[:, None]
+        used = (data.scale_factor[:, None] * x).sum(axis=0)
+        over = np.max(np.divide(used, data.gpus, out=np.zeros_like(used), where=data.gpus > 0))
+        return x / max(over, 1.0)
+
     def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
         early = self.precheck(instance)
         if early is not None:
@@ -558,27 +631,33 @@ class FinishTimeFairness(GavelPolicy):
         t1 = time.perf_counter()
         t_in, denom = self.terms(data)
         busy = data.remaining_steps > 0
-        # hi: the proportional allocation is feasible; lo: every job alone at its best speed.
-        total_scale = float(data.scale_factor.sum())
-        share = min(1.0, data.total_gpus / max(total_scale, 1e-12))
-        x_iso = np.where(data.allowed, (data.gpus / data.total_gpus)[None, :] * share, 0.0)
+        # hi: the isolated allocation is feasible; lo: every job alone at its best speed.
+        best_x = self.start_allocation(data)
         y0 = np.zeros(data.pair_allowed.shape)
-        best_x = x_iso
-        hi = float(self.rho(data, x_iso, y0)[busy].max()) if busy.any() else 0.0
+        hi = float(self.rho(data, best_x, y0)[busy].max()) if busy.any() else 0.0
         best_thr = data.best_throughput()
         lo_each = (t_in + np.divide(data.remaining_steps, best_thr,
                                     out=np.full_like(best_thr, np.inf), where=best_thr > 0)) / denom
         lo = float(lo_each[busy].max()) if busy.any() else 0.0
         tol = instance.params.fairness_tolerance
         steps = 0
-        while busy.any() and hi - lo > tol * hi and steps < 200:
+        stopped: str | None = None
+        while busy.any() and hi - lo > tol * hi:
+            if steps >= self.max_steps:
+                stopped = f"bisection stopped at its cap of {self.max_steps} steps"
+                break
             mid = 0.5 * (lo + hi)
             for j in m.B:
                 slack_time = mid * denom[j] - t_in[j]
                 m.rate[j] = data.remaining_steps[j] / slack_time if slack_time > 0 else 1e12
             result = solver.solve(m)
             steps += 1
-            if result.status.has_solution and (pyo.value(m.z) or 0.0) >= 1.0 - 1e-9:
+            if result.status != Status.OPTIMAL:
+                stopped = (f"bisection step {steps} (rho = {mid:.6g}) ended {result.status.value}"
+                           f"{': ' + result.message if result.message else ''}; it proves "
+                           "nothing, so the search stopped there")
+                break
+            if (pyo.value(m.z) or 0.0) >= 1.0 - 1e-9:
                 x, y = read_allocation(m, data)
                 rho_here = float(self.rho(data, x, y)[busy].max())
                 hi = min(mid, rho_here) if rho_here <= mid * (1 + 1e-9) else mid
@@ -586,8 +665,10 @@ class FinishTimeFairness(GavelPolicy):
             else:
                 lo = mid
         t2 = time.perf_counter()
-        solution = self.new_solution(instance, Status.OPTIMAL)
+        solution = self.new_solution(instance, Status.FEASIBLE if stopped else Status.OPTIMAL)
         solution.solver = opts.solver
+        if stopped:
+            solution.diagnostics = [stopped]
         self.finish(solution, instance, data, true, best_x, y0)
         solution.bound = lo
         solution.gap = (solution.objective - lo) / solution.objective if solution.objective else 0.0
@@ -595,6 +676,9 @@ class FinishTimeFairness(GavelPolicy):
         solution.metrics["rho"] = {
             job: float(v)
             for job, v in zip(data.job_ids, self.rho(true, best_x, y0), strict=True)
+        }
+        solution.metrics["isolated_throughput"] = {
+            job: float(v) for job, v in zip(data.job_ids, isolated_throughput(true), strict=True)
         }
         t3 = time.perf_counter()
         solution.timings = Timings(build_s=t1 - t0, solve_s=t2 - t1, extract_s=t3 - t2)
@@ -672,8 +756,21 @@ register(
 register(
     "gavel.min_cost",
     MaxSumThroughput,
-    "maximize normalized throughput per dollar (Gavel's cost policy), with SLOs",
+    "maximize the sum of throughputs per dollar, T/c_k (Gavel's cost policy), with SLOs",
     cost=True,
+)
+register(
+    "gavel.max_sum_throughput_normalized",
+    MaxSumThroughput,
+    "sum of throughputs, each job's divided by its best type's (not Gavel's policy: an option)",
+    normalize="best_type",
+)
+register(
+    "gavel.min_cost_normalized",
+    MaxSumThroughput,
+    "per-dollar throughput over s_j c_k, each job's divided by its best type's (an option)",
+    cost=True,
+    normalize="best_type",
 )
 register("gavel.min_makespan", MinMakespan)
 register(

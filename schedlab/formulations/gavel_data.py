@@ -253,22 +253,33 @@ def max_min_value(data: GavelData, x: FloatArray, y: FloatArray | None = None) -
     return float(normalized_throughput(data, x, y)[runnable].min())
 
 
-def sum_throughput_value(
-    data: GavelData, x: FloatArray, prices: FloatArray | None = None
-) -> float:
-    """sum_j sum_k T[j,k] X[j,k] / (T_best[j] [* s_j c_k]): normalized (per-dollar) throughput."""
-    best = data.best_throughput()
-    norm = np.divide(
-        data.throughput, best[:, None], out=np.zeros_like(data.throughput), where=best[:, None] > 0
-    )
+def sum_throughput_coefficients(
+    data: GavelData, prices: FloatArray | None = None, normalize: str = "none"
+) -> FloatArray:
+    """Coefficient of X[j,k] in the sum-of-throughputs objective, (J, K).
+
+    ``normalize="none"`` (Gavel's code): T[j,k] / c_k, c_k the price of type k ($/GPU-hour)
+    or 1 without prices.  ``normalize="best_type"``: T[j,k] / (T_best[j] [* s_j c_k]).
+    """
+    coef = data.throughput.copy()
+    if normalize == "best_type":
+        best = data.best_throughput()
+        coef = np.divide(coef, best[:, None], out=np.zeros_like(coef), where=best[:, None] > 0)
+        if prices is not None:
+            coef = coef / data.scale_factor[:, None]
+    elif normalize != "none":
+        raise ValueError(f"unknown normalization {normalize!r}")
     if prices is not None:
-        norm = np.divide(
-            norm,
-            data.scale_factor[:, None] * prices[None, :],
-            out=np.zeros_like(norm),
-            where=prices[None, :] > 0,
-        )
-    return float((norm * x).sum())
+        coef = np.divide(coef, prices[None, :], out=np.zeros_like(coef),
+                         where=prices[None, :] > 0)
+    return coef
+
+
+def sum_throughput_value(
+    data: GavelData, x: FloatArray, prices: FloatArray | None = None, normalize: str = "none"
+) -> float:
+    """sum_j sum_k coef[j,k] X[j,k] with :func:`sum_throughput_coefficients`."""
+    return float((sum_throughput_coefficients(data, prices, normalize) * x).sum())
 
 
 def makespan_value(data: GavelData, x: FloatArray) -> float:
