@@ -422,6 +422,93 @@ def test_subprocess_schema_and_version() -> None:
     assert proc.returncode == 0 and proc.stdout.startswith("schedlab ")
 
 
+# ------------------------------------------------------------------ no solver chatter
+
+#: What HiGHS's banner and log lines look like ("Running HiGHS 1.x ...: Copyright (c) ...").
+SOLVER_CHATTER = ("HiGHS", "Copyright", "Running", "THIRD_PARTY", "Model status")
+
+
+def assert_no_solver_chatter(*texts: str) -> None:
+    for text in texts:
+        for word in SOLVER_CHATTER:
+            assert word not in text, f"solver output {word!r} leaked: {text[:400]!r}"
+
+
+def test_simulate_with_lp_policy_prints_no_solver_output() -> None:
+    # A fresh interpreter: HiGHS prints its banner once per process, at the first Highs().
+    proc = run_subprocess("simulate", "--workload", "gavel", "--jobs", "8",
+                          "--policy", GAVEL, "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"{GAVEL} jobs_per_hour=6 ")
+    assert_no_solver_chatter(proc.stdout, proc.stderr)
+
+
+def test_solve_prints_no_solver_output() -> None:
+    proc = run_subprocess("solve", "instances/gavel/small-6jobs.json")
+    assert proc.returncode == 0, proc.stderr
+    assert "optimal" in proc.stdout
+    assert_no_solver_chatter(proc.stdout, proc.stderr)
+
+
+def test_library_simulation_prints_no_solver_output() -> None:
+    code = (
+        "from schedlab.instance import load_instance\n"
+        "from schedlab.policies.registry import get_policy\n"
+        "from schedlab.simulator.engine import simulate\n"
+        "from schedlab.api import solve\n"
+        "inst = load_instance('instances/gavel/small-6jobs.json')\n"
+        f"simulate(inst, policy=get_policy('{GAVEL}'))\n"
+        f"solve(inst, '{GAVEL}')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=REPO, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""
+    assert_no_solver_chatter(proc.stderr)
+
+
+def test_new_highs_is_silent(capfd: pytest.CaptureFixture[str]) -> None:
+    from schedlab.solvers import new_highs
+
+    h = new_highs()
+    h.run()
+    out, err = capfd.readouterr()
+    assert_no_solver_chatter(out, err)
+
+
+# ---------------------------------------------------------------------- solve --rounds
+
+
+def test_solve_rounds_zero_skips_the_round_mechanism(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    small = REPO / "instances" / "gavel" / "small-6jobs.json"
+    out_path = tmp_path / "sol.json"
+    code, out, err = run_main(capsys, "solve", str(small), "--rounds", "0",
+                              "--out", str(out_path))
+    assert code == 0, err
+    assert "rounds:" not in out
+    solution = load_solution(out_path)
+    assert solution.status == Status.OPTIMAL
+    assert solution.rounds == []
+    assert solution.allocation
+    code, out, err = run_main(capsys, "solve", str(small), "--rounds", "3",
+                              "--out", str(out_path))
+    assert code == 0, err
+    assert len(load_solution(out_path).rounds) == 3
+    code, _, err = run_main(capsys, "solve", str(small), "--rounds", "-1")
+    assert code == 2
+    assert_one_error_line(err, "--rounds", ">= 0")
+
+
+def test_solve_help_says_what_rounds_cost(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_main(capsys, "solve", "--help")
+    assert code == 0
+    text = " ".join(out.split())
+    assert "0 solves the policy only" in text
+    assert "10,000 jobs x 20 rounds" in text
+
+
 # ------------------------------------------------------------------------ README / CI
 
 

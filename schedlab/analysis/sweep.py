@@ -39,6 +39,7 @@ import pandas as pd
 from schedlab.analysis import metrics
 from schedlab.errors import InputError
 from schedlab.instance import Instance
+from schedlab.workloads.instance_jobs import InstanceFile
 
 log = logging.getLogger(__name__)
 
@@ -113,16 +114,19 @@ class WorkloadSpec:
     jobs, the run's seed and arrival rate.  ``kind="trace"``: :func:`~schedlab.workloads.
     traces.instance_from_trace` of ``trace_path`` in ``trace_format``; the first ``num_jobs``
     jobs (None: all), job types drawn with the run's seed, arrivals rescaled to the run's rate
-    when it is given.
+    when it is given.  ``kind="instance"``: the jobs of an instance file
+    (:class:`~schedlab.workloads.instance_jobs.InstanceFile`, the same for every seed; ``cluster``
+    then repeats the effective pools, the file's or the override's).
     """
 
-    kind: Literal["gavel", "trace"] = "gavel"
+    kind: Literal["gavel", "trace", "instance"] = "gavel"
     num_jobs: int | None = 100
     cluster: tuple[tuple[str, int], ...] = (("v100", 36), ("p100", 36), ("k80", 36))
     trace_path: str | None = None
     trace_format: str | None = None
     keep_failed: bool = False
     multi_gpu: bool = True
+    instance_file: InstanceFile | None = None
 
     @property
     def cluster_dict(self) -> dict[str, int]:
@@ -156,6 +160,10 @@ class WorkloadSpec:
                 num_jobs=self.num_jobs, keep_failed=self.keep_failed,
                 jobs_per_hour=jobs_per_hour, round_s=round_s or DEFAULT_ROUND_S,
             )
+        elif self.kind == "instance":
+            if self.instance_file is None:
+                raise InputError("an instance workload needs a file", field="--workload")
+            instance = self.instance_file.build(self.num_jobs, jobs_per_hour)
         else:
             raise InputError(f"unknown workload kind {self.kind!r}", field="--workload")
         if round_s is not None and instance.params.round_s != round_s:

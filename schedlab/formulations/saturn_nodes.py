@@ -327,8 +327,9 @@ class _Master:
                      for n, node in enumerate(data.nodes) if opt.gpus <= node.gpus]
         self.col = {k: i for i, k in enumerate(self.keys)}
         self.c = len(self.keys)
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        from schedlab.solvers import new_highs
+
+        h = new_highs()  # output off, and no banner on stdout
         h.setOptionValue("mip_rel_gap", 1e-6)
         h.setOptionValue("mip_improving_solution_save", True)
         if threads:

@@ -54,7 +54,7 @@ from schedlab.policies.base import Policy
 from schedlab.policies.registry import register_policy
 from schedlab.policies.state import Assignment, ClusterState, JobState
 from schedlab.registry import formulations
-from schedlab.solvers import LpMethod, SolverOptions
+from schedlab.solvers import LpMethod, SolverOptions, new_highs
 
 log = logging.getLogger(__name__)
 
@@ -113,8 +113,7 @@ class MaxMinClassLP:
 
     # model --------------------------------------------------------------------------
     def _reset_model(self) -> None:
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        h = new_highs()  # output off, and no banner on stdout
         h.setOptionValue("presolve", "off")
         if self.threads is not None:
             h.setOptionValue("threads", int(self.threads))

@@ -3,6 +3,7 @@
 ``solve_model(model, options)`` solves a Pyomo model once; :class:`PersistentSolver` keeps the
 solver's copy of the model so iterative methods (bisection, cutting planes, water-filling)
 re-solve after changing bounds, parameters or adding rows without rebuilding.
+:func:`new_highs` makes a silent ``highspy.Highs`` (no banner) for direct highspy use.
 """
 
 from schedlab.solvers.base import (
@@ -13,6 +14,7 @@ from schedlab.solvers.base import (
     available_solvers,
     solve_model,
 )
+from schedlab.solvers.highs_quiet import new_highs
 
 __all__ = [
     "LpMethod",
@@ -20,5 +22,6 @@ __all__ = [
     "SolveResult",
     "SolverOptions",
     "available_solvers",
+    "new_highs",
     "solve_model",
 ]
