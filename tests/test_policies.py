@@ -339,9 +339,12 @@ def test_tiresias_starvation_knob_promotes() -> None:
         return log
 
     # round 0 long (then Q1); rounds 1-2 newcomers; at t=300 long waited 200 s >= 2 x 100 s
-    # (promoted: Q0, and first by arrival); at t=400 it has 100 GPU-s since promotion (Q1)
+    # and is promoted to the *tail* of Q0, behind n2 (arrived at 250), as Tiresias'
+    # dlas_sim_jobs appends a promoted job to queues[0] (this test used to expect long first,
+    # by arrival: Tiresias does not re-sort a queue by arrival); n2 runs, and at t=400
+    # (n2 done) long heads Q0 and runs.
     promoted = scenario(Tiresias(thresholds_gpu_s=[100.0], starvation_factor=2.0))
-    assert promoted[:5] == ["long", "n0", "n1", "long", "n2"]
+    assert promoted[:5] == ["long", "n0", "n1", "n2", "long"]
     starved = scenario(Tiresias(thresholds_gpu_s=[100.0]))
     assert starved == ["long", "n0", "n1", "n2", "n3", "n4", "n5"]
 

@@ -6,21 +6,47 @@ A job's *age* is its two-dimensional attained service
 
 Discretized priority queues Q_0 (highest) .. Q_{K-1} with thresholds T_1 < ... < T_{K-1}
 (GPU-s): a job is in queue q(a) = #{i : a >= T_i}, so it is demoted to Q_i when its attained
-service reaches T_i.  Every round the queues are served highest first; within a queue
+service reaches T_i.
 
-* **2D-LAS** (no job information): FIFO by arrival;
+**Queues are lists, kept as Tiresias' simulator keeps them** (``dlas_sim_jobs`` in its
+``simulator/run_sim.py``; ``JOBS.queues`` in ``simulator/jobs.py``):
+
+* a new job is appended to the tail of its queue (Q_0 for a job that never ran); a job that is
+  demoted or promoted is removed from its queue and appended to the tail of the new one;
+* every round the queues are walked highest first, each in list order, and a job runs if its
+  whole gang fits (backfill: a gang that does not fit is skipped, later jobs may run);
+* after the walk, in every queue the jobs that got GPUs are moved ahead of those that did not,
+  each group keeping its order.
+
+So within a queue a job that started keeps its priority over the jobs that were waiting (a
+waiting gang never preempts a running job *of its own queue*); only a job of a higher queue
+preempts it.  Within one round, arrivals are appended first (by arrival, ties by id), then the
+demoted / promoted jobs (by arrival), as ``dlas_sim_jobs`` does for one event.  The order
+inside a queue is then
+
+* **2D-LAS** (no job information): the list order above (it is *not* re-sorted by arrival);
 * **2D-Gittins** (partial information: the distribution of job GPU time): the highest Gittins
-  index first (ties by arrival).
+  index first, ties by arrival, then list order (the list is sorted stably every round, as
+  Tiresias sorts ``queue`` by (rank, submit time)).
 
-Jobs are placed greedily as whole gangs; preemptive every round (a job of a lower queue loses
-its GPUs to a higher one).  Tiresias is type-blind: types in cluster order (the last type
-first, see :func:`~schedlab.policies.fifo.type_preference`) unless ``heterogeneity_aware``.
+Tiresias is type-blind: types in cluster order (the last type first, see
+:func:`~schedlab.policies.fifo.type_preference`) unless ``heterogeneity_aware``.
+
+**Thresholds.**  The default is one threshold at 3200 GPU-s (two queues), which the first
+version of this module (commit a22bd19) took as the paper's two-queue default; no other reason
+is recorded.  Tiresias' code (``JOBS.num_queue = 3``, ``queue_limit = [3250, 7200, 18000]``
+in ``simulator/jobs.py``, the last limit unused with three queues) runs three queues at 3250
+and 7200 GPU-s: ``thresholds_gpu_s="tiresias_code"`` selects those
+(:data:`TIRESIAS_CODE_THRESHOLDS_GPU_S`).
 
 **Starvation knob** (the paper's PROMOTEKNOB, ``starvation_factor`` = P): a job below Q_0
 that has waited at least P x its executed time (wall s) since its last promotion is promoted to
 Q_0.  Promotion resets the job's clocks, as in Tiresias' simulator: from then on the queue,
 the Gittins index, the executed time and the waiting time count only service and time since the
 promotion (so the job is demoted again after another T_1 GPU-s).
+
+The queue lists live in the policy object: a decision for a round index not after the last
+one (a new simulation) starts them afresh.
 """
 
 from __future__ import annotations
@@ -35,13 +61,29 @@ from dataclasses import dataclass
 import numpy as np
 
 from schedlab.policies.base import Policy
-from schedlab.policies.fifo import FreeGpus, place_in_order, type_preference
+from schedlab.policies.fifo import (
+    FreeGpus,
+    by_arrival,
+    place_in_order,
+    type_preference,
+    was_running,
+)
 from schedlab.policies.state import Assignment, ClusterState, JobState
 
 logger = logging.getLogger(__name__)
 
-#: The paper's two-queue default threshold (GPU-s).
+#: The paper's two-queue default threshold (GPU-s), this module's default.
 DEFAULT_THRESHOLDS_GPU_S: tuple[float, ...] = (3200.0,)
+
+#: The thresholds of Tiresias' own simulator: three queues, ``queue_limit = [3250, 7200, ...]``
+#: with ``num_queue = 3`` (``simulator/jobs.py``).
+TIRESIAS_CODE_THRESHOLDS_GPU_S: tuple[float, ...] = (3250.0, 7200.0)
+
+#: Names accepted for ``thresholds_gpu_s``.
+THRESHOLD_PRESETS: dict[str, tuple[float, ...]] = {
+    "paper": DEFAULT_THRESHOLDS_GPU_S,
+    "tiresias_code": TIRESIAS_CODE_THRESHOLDS_GPU_S,
+}
 
 #: 2D-Gittins' distribution before any job has finished: log-uniform on 10 .. 10^6 GPU-s
 #: (11 equally likely points 10^1, 10^1.5, ..., 10^6), a heavy-tailed guess at DL job sizes.
@@ -95,10 +137,11 @@ class Tiresias(Policy):
 
     Parameters:
 
-    * ``thresholds_gpu_s`` -- queue thresholds T_1 < ... < T_{K-1} in GPU-s (K queues);
-      default (3200,), the paper's two queues.
+    * ``thresholds_gpu_s`` -- queue thresholds T_1 < ... < T_{K-1} in GPU-s (K queues), or a
+      name of :data:`THRESHOLD_PRESETS`: ``"paper"`` = (3200,), the default (two queues);
+      ``"tiresias_code"`` = (3250, 7200), the three queues of Tiresias' simulator.
     * ``starvation_factor`` -- PROMOTEKNOB P; None or 0 disables promotion.
-    * ``gittins`` -- order each queue by the Gittins index instead of arrival.
+    * ``gittins`` -- order each queue by the Gittins index instead of list order.
     * ``prior_service_gpu_s`` -- 2D-Gittins' service distribution until ``min_finished`` jobs
       have finished (default :data:`DEFAULT_PRIOR_SERVICE_GPU_S`); afterwards the empirical
       distribution of ``attained_service_s`` of the finished jobs is used alone.
@@ -107,12 +150,13 @@ class Tiresias(Policy):
     """
 
     name = "tiresias"
-    description = "Tiresias discretized 2D-LAS: attained GPU-s queues, FIFO within a queue"
+    description = ("Tiresias discretized 2D-LAS: attained GPU-s queues, each a list kept as "
+                   "Tiresias does (tail insertion, jobs that got GPUs first)")
 
     def __init__(
         self,
         *,
-        thresholds_gpu_s: Sequence[float] = DEFAULT_THRESHOLDS_GPU_S,
+        thresholds_gpu_s: Sequence[float] | str = DEFAULT_THRESHOLDS_GPU_S,
         starvation_factor: float | None = None,
         gittins: bool = False,
         prior_service_gpu_s: Sequence[float] | None = None,
@@ -120,6 +164,11 @@ class Tiresias(Policy):
         heterogeneity_aware: bool = False,
     ) -> None:
         super().__init__()
+        if isinstance(thresholds_gpu_s, str):
+            if thresholds_gpu_s not in THRESHOLD_PRESETS:
+                raise ValueError(f"thresholds_gpu_s: unknown preset {thresholds_gpu_s!r} "
+                                 f"(known: {', '.join(THRESHOLD_PRESETS)})")
+            thresholds_gpu_s = THRESHOLD_PRESETS[thresholds_gpu_s]
         thresholds = [float(t) for t in thresholds_gpu_s]
         if any(not math.isfinite(t) or t <= 0 for t in thresholds) or any(
             b <= a for a, b in itertools.pairwise(thresholds)
@@ -141,8 +190,19 @@ class Tiresias(Policy):
         self.heterogeneity_aware = heterogeneity_aware
         self._promoted: dict[str, _Clock] = {}
         self._dist_cache: tuple[int, np.ndarray] | None = None
+        # Q_0 .. Q_{K-1} as lists of job ids, and each listed job's queue
+        self._queues: list[list[str]] = [[] for _ in range(len(thresholds) + 1)]
+        self._queue_of_id: dict[str, int] = {}
+        self._last_round: int | None = None
         if gittins:
             self.name = "tiresias_gittins"
+            self.description = ("Tiresias discretized 2D-Gittins: attained GPU-s queues, "
+                                "Gittins index within a queue")
+
+    @property
+    def queues(self) -> list[list[str]]:
+        """The queue lists Q_0 .. Q_{K-1} (job ids, in order) after the last decision."""
+        return [list(q) for q in self._queues]
 
     # ------------------------------------------------------------------ per-job quantities
     def attained_since_promotion(self, job: JobState) -> float:
@@ -194,21 +254,61 @@ class Tiresias(Policy):
                 self._promoted[job.id] = _Clock(state.now, job.attained_service_s,
                                                 job.executed_s)
 
+    def _update_queues(self, state: ClusterState) -> None:
+        """Bring the queue lists up to ``state``: drop finished jobs, append new jobs to the
+        tail of their queue, then move every job whose queue changed (demotion, promotion) to
+        the tail of its new queue."""
+        active = {j.id for j in state.active}
+        if any(job_id not in active for job_id in self._queue_of_id):
+            self._queues = [[i for i in q if i in active] for q in self._queues]
+            self._queue_of_id = {i: q for i, q in self._queue_of_id.items() if i in active}
+        in_order = by_arrival(state)
+        known = [j for j in in_order if j.id in self._queue_of_id]
+        # New jobs, by arrival.  (A job handed over mid-life that ran last round goes first,
+        # as if it had been partitioned ahead of the waiting ones.)
+        new = sorted((j for j in in_order if j.id not in self._queue_of_id),
+                     key=lambda j: not was_running(j, state))
+        for job in new:
+            q = self.queue_of(job)
+            self._queues[q].append(job.id)
+            self._queue_of_id[job.id] = q
+        for job in known:
+            old, q = self._queue_of_id[job.id], self.queue_of(job)
+            if q != old:
+                logger.debug("tiresias: job %s moves from Q%d to the tail of Q%d", job.id,
+                             old, q)
+                self._queues[old].remove(job.id)
+                self._queues[q].append(job.id)
+                self._queue_of_id[job.id] = q
+
     def decide(self, state: ClusterState) -> list[Assignment]:
-        """Promote starving jobs, rank by (queue, [-Gittins index], arrival), place greedily."""
+        """Promote starving jobs, update the queue lists, walk them (highest queue first, each
+        in list order or by Gittins index), place greedily with backfill, then move the jobs
+        that got GPUs ahead of the others in every queue."""
         self.decisions += 1
+        if self._last_round is not None and state.round_index <= self._last_round:
+            logger.debug("tiresias: round %d after round %d, a new run: queues start afresh",
+                         state.round_index, self._last_round)
+            self._queues = [[] for _ in self._queues]
+            self._queue_of_id.clear()
+            self._promoted.clear()
+        self._last_round = state.round_index
         self._promote_starving(state)
+        self._update_queues(state)
+        jobs = {j.id: j for j in state.active}
         if self.gittins:
             samples = self.service_distribution(state)
             index = {j.id: gittins_index(samples, self.attained_since_promotion(j))
                      for j in state.active}
-        else:
-            index = {j.id: 0.0 for j in state.active}
-        ranked = sorted(
-            state.active, key=lambda j: (self.queue_of(j), -index[j.id], j.arrival, j.id)
-        )
+            for queue in self._queues:  # stable: full ties keep the list order
+                queue.sort(key=lambda i: (-index[i], jobs[i].arrival))
+        ranked = [jobs[i] for queue in self._queues for i in queue]
 
         def preference(job: JobState) -> list[str]:
             return type_preference(job, state, heterogeneity_aware=self.heterogeneity_aware)
 
-        return place_in_order(ranked, FreeGpus(state), preference)
+        plan = place_in_order(ranked, FreeGpus(state), preference)
+        placed = {a.job for a in plan}
+        self._queues = [[i for i in q if i in placed] + [i for i in q if i not in placed]
+                        for q in self._queues]
+        return plan
