@@ -56,8 +56,9 @@ class Formulation(ABC):
 
     # ------------------------------------------------------------------ helpers
     def empty_solution(self, instance: Instance, result: SolveResult) -> Solution:
-        """A Solution carrying status, objective, bound and gap of ``result``, nothing else."""
-        return Solution(
+        """A Solution carrying status, objective, bound and gap of ``result``, nothing else
+        (plus ``metrics["gap_tolerance"]`` when the caller set a MIP gap)."""
+        solution = Solution(
             instance=InstanceRef(name=instance.name, hash=instance.content_hash()),
             formulation=self.name,
             status=result.status,
@@ -66,6 +67,9 @@ class Formulation(ABC):
             gap=result.gap,
             diagnostics=[] if result.status.has_solution else [f"solver: {result.message}"],
         )
+        if result.gap_tolerance is not None:
+            solution.metrics["gap_tolerance"] = result.gap_tolerance
+        return solution
 
     def infeasible_solution(self, instance: Instance, reason: str) -> Solution:
         """A Solution with status infeasible and the reason in its diagnostics."""

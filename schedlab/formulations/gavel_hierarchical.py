@@ -130,6 +130,9 @@ class Hierarchical(GavelPolicy):
         group_level = dict.fromkeys(range(len(groups)), 0.0)
         job_level = dict.fromkeys(range(data.num_jobs), 0.0)
         slack = _FLOOR_SLACK
+        # Honest status: the worst sub-solve, and every fallback said in the diagnostics.
+        unproven: list[str] = []
+        first_bound: list[float] = []
 
         def apply_floors() -> None:
             for g, value in group_level.items():
@@ -147,12 +150,19 @@ class Hierarchical(GavelPolicy):
                 result = solver.solve(m)
                 lps += 1
                 if result.status.has_solution and result.objective is not None:
+                    if result.status != Status.OPTIMAL:
+                        unproven.append(f"LP {lps} ended {result.status.value}: "
+                                        f"{result.message}")
+                    if not first_bound and result.bound is not None:
+                        first_bound.append(float(result.bound))
                     return float(result.objective)
                 if result.status != Status.INFEASIBLE or slack >= _MAX_SLACK:
                     raise SolverError(f"water-filling LP failed: {result.message}")
                 # Floors at the edge of the solver's tolerance: relax them a little more.
                 slack *= 10
                 log.debug("water-filling: floors relaxed to %g (relative)", slack)
+                unproven.append(f"floors relaxed to {slack:g} (relative) after LP {lps} was "
+                                "infeasible at the solver's tolerance")
 
         active = set(range(len(groups)))
         levels: list[float] = []
@@ -173,6 +183,8 @@ class Hierarchical(GavelPolicy):
                     frozen.add(g)
             if not frozen:  # numerical safety: cannot happen in exact arithmetic
                 log.warning("water-filling: no bottleneck found at level %g; stopping", t_star)
+                unproven.append(f"no bottleneck found at level {t_star:.6g}: every remaining "
+                                "group was frozen there (fallback)")
                 frozen = set(active)
             active -= frozen
         if within == "fifo":
@@ -184,11 +196,14 @@ class Hierarchical(GavelPolicy):
         maximize(pyo.quicksum(m.v[j] for j in m.J))
         x, y = read_allocation(m, data)
         t2 = time.perf_counter()
-        solution = self.new_solution(instance, Status.OPTIMAL)
+        solution = self.new_solution(instance, Status.FEASIBLE if unproven else Status.OPTIMAL)
         solution.solver = opts.solver
+        solution.diagnostics = list(dict.fromkeys(unproven))
         self.finish(solution, instance, data, true, x, y)
-        solution.bound = levels[0] if levels else solution.objective
-        solution.gap = 0.0
+        # The first level's LP bound bounds the max-min value (the objective) from above.
+        solution.bound = first_bound[0] if first_bound else None
+        if solution.bound is not None and solution.objective:
+            solution.gap = abs(solution.bound - solution.objective) / abs(solution.objective)
         solution.metrics["water_filling_levels"] = levels
         solution.metrics["lps_solved"] = lps
         solution.timings = Timings(

@@ -57,6 +57,8 @@ class SolveResult:
     solve_s: float
     message: str = ""
     termination: str = ""
+    #: the relative MIP gap the solver was allowed to stop at (None: the solver's default)
+    gap_tolerance: float | None = None
 
 
 def available_solvers() -> dict[str, bool]:
@@ -189,9 +191,14 @@ class PersistentSolver:
                 ) from None
             raise SolverError(f"solver {opts.solver!r} failed: {exc}") from exc
         elapsed = time.perf_counter() - start
-        return self._result(results, elapsed)
+        result = self._result(results, elapsed)
+        result.gap_tolerance = opts.mip_gap
+        return result
 
     def _result(self, results: Any, elapsed: float) -> SolveResult:
+        """Status in the project's vocabulary; the gap is always computed from the solver's
+        bound (an LP proven optimal has bound = objective by duality).  ``optimal`` means
+        "proven within the allowed gap" (``gap_tolerance``), which the gap shows."""
         term = results.termination_condition
         sol_status = results.solution_status
         has_solution = sol_status in (SolutionStatus.optimal, SolutionStatus.feasible)
@@ -223,7 +230,7 @@ class PersistentSolver:
             status=status,
             objective=objective,
             bound=bound,
-            gap=0.0 if status == Status.OPTIMAL else _relative_gap(objective, bound),
+            gap=_relative_gap(objective, bound),
             solve_s=elapsed,
             message=str(term),
             termination=term.name,

@@ -1,0 +1,96 @@
+"""Statuses never overclaim: iterative methods whose sub-solve fails or hits a time limit on
+purpose report the worst status they met, say why, and publish no bound that a failed
+sub-solve would have "proved"."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+import schedlab
+from schedlab.instance import Instance, instance_from_dict
+from schedlab.solution import Status
+from schedlab.solvers import PersistentSolver, SolveResult
+
+
+def instance() -> Instance:
+    """Three jobs on one v100 and one k80 with different speed-ups and entities."""
+    jobs = [
+        {"id": "a", "total_steps": 900, "entity": "e0", "throughput": {"v100": 6, "k80": 2}},
+        {"id": "b", "total_steps": 400, "entity": "e1", "throughput": {"v100": 3, "k80": 2}},
+        {"id": "c", "total_steps": 500, "entity": "e1", "throughput": {"v100": 4, "k80": 1}},
+    ]
+    return instance_from_dict({
+        "name": "honest", "cluster": {"accelerators": {"v100": {"count": 1}, "k80": {"count": 1}}},
+        "jobs": jobs, "params": {"num_rounds": 0, "fairness_tolerance": 1e-6},
+    })
+
+
+def sabotage(monkeypatch: pytest.MonkeyPatch, call: int, status: Status) -> list[int]:
+    """Make the ``call``-th PersistentSolver.solve (1-based) report ``status``; returns the
+    running call count."""
+    original: Callable[..., SolveResult] = PersistentSolver.solve
+    calls = [0]
+
+    def solve(self: PersistentSolver, model: Any, options: Any = None) -> SolveResult:
+        result = original(self, model, options)
+        calls[0] += 1
+        if calls[0] == call:
+            return replace(result, status=status, message=f"sabotaged: {status.value}")
+        return result
+
+    monkeypatch.setattr(PersistentSolver, "solve", solve)
+    return calls
+
+
+def test_finish_time_fairness_is_optimal_when_every_step_is_proven() -> None:
+    sol = schedlab.solve(instance(), "gavel.finish_time_fairness")
+    assert sol.status == Status.OPTIMAL
+    assert sol.gap is not None and sol.gap <= 1e-6
+
+
+@pytest.mark.parametrize("status", [Status.TIME_LIMIT, Status.ERROR])
+def test_finish_time_fairness_stops_at_a_failed_step(
+    monkeypatch: pytest.MonkeyPatch, status: Status
+) -> None:
+    """A failed bisection step proves nothing: no lower bound from it, status feasible."""
+    honest = schedlab.solve(instance(), "gavel.finish_time_fairness")
+    sabotage(monkeypatch, 2, status)
+    sol = schedlab.solve(instance(), "gavel.finish_time_fairness")
+    assert sol.status == Status.FEASIBLE
+    assert any("proves nothing" in d for d in sol.diagnostics)
+    assert sol.bound is not None and honest.objective is not None
+    assert sol.bound <= honest.objective * (1 + 1e-6)  # still a valid lower bound
+    assert sol.metrics["bisection_steps"] == 2
+    assert sol.gap == pytest.approx((sol.objective - sol.bound) / sol.objective)
+
+
+def test_finish_time_fairness_step_cap_is_not_optimal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from schedlab.formulations.gavel import FinishTimeFairness
+
+    monkeypatch.setattr(FinishTimeFairness, "max_steps", 2)
+    sol = schedlab.solve(instance(), "gavel.finish_time_fairness")
+    assert sol.status == Status.FEASIBLE
+    assert any("cap of 2 steps" in d for d in sol.diagnostics)
+    assert sol.gap is not None and sol.gap > 1e-6
+
+
+@pytest.mark.parametrize("name", ["gavel.hierarchical", "gavel.hierarchical_fifo"])
+def test_hierarchical_time_limited_level_is_not_optimal(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    assert schedlab.solve(instance(), name).status == Status.OPTIMAL
+    sabotage(monkeypatch, 1, Status.TIME_LIMIT)
+    sol = schedlab.solve(instance(), name)
+    assert sol.status == Status.FEASIBLE
+    assert any("time_limit" in d for d in sol.diagnostics)
+
+
+def test_hierarchical_gap_is_computed_from_the_first_level_bound() -> None:
+    sol = schedlab.solve(instance(), "gavel.hierarchical")
+    assert sol.bound is not None and sol.objective is not None
+    assert sol.gap == pytest.approx(abs(sol.bound - sol.objective) / sol.objective)
+    assert sol.gap <= 1e-6
