@@ -30,7 +30,7 @@ BUILTIN_POLICIES: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
      "shortest remaining time first, preemptive, types in cluster order",
      {"heterogeneity_aware": False}),
     ("tiresias", "schedlab.policies.tiresias:Tiresias",
-     "Tiresias discretized 2D-LAS: queues by attained GPU-s, FIFO within a queue",
+     "Tiresias discretized 2D-LAS: queues by attained GPU-s, each kept as Tiresias keeps it",
      {"gittins": False}),
     ("tiresias_gittins", "schedlab.policies.tiresias:Tiresias",
      "Tiresias discretized 2D-Gittins: Gittins index within a queue",
