@@ -39,6 +39,17 @@ class Status(StrEnum):
         return self in (Status.OPTIMAL, Status.FEASIBLE, Status.TIME_LIMIT)
 
 
+#: From most to least proven: the order in which :func:`worst_status` ranks statuses.
+_PROOF_ORDER = (Status.OPTIMAL, Status.FEASIBLE, Status.TIME_LIMIT, Status.UNBOUNDED,
+                Status.INFEASIBLE, Status.ERROR)
+
+
+def worst_status(*statuses: Status) -> Status:
+    """The least proven of ``statuses`` (an iterative method's status is the worst of its
+    sub-solves): optimal < feasible < time_limit < unbounded < infeasible < error."""
+    return max(statuses, key=_PROOF_ORDER.index)
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -94,3 +94,27 @@ def test_hierarchical_gap_is_computed_from_the_first_level_bound() -> None:
     assert sol.bound is not None and sol.objective is not None
     assert sol.gap == pytest.approx(abs(sol.bound - sol.objective) / sol.objective)
     assert sol.gap <= 1e-6
+
+
+def test_capacity_master_failed_primal_solve_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Dantzig-Wolfe path ends with a primal master for the weights; when that solve
+    fails, the result is an error, never a zero allocation that the checker would accept."""
+    from schedlab.formulations import gavel_fast
+    from schedlab.formulations.gavel import MaxMinFairness
+    from schedlab.solvers import SolverOptions
+    from schedlab.workloads import generate_gavel_instance
+
+    inst = generate_gavel_instance(40, {"v100": 4, "p100": 4, "k80": 4}, seed=5)
+    form = MaxMinFairness(method="fast")
+    good = gavel_fast.solve_max_min_fast(form, inst, SolverOptions(), path="capacity_master")
+    assert good.status == Status.OPTIMAL
+    original = gavel_fast._primal_master
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        _, result = original(*args, **kwargs)
+        return None, replace(result, status=Status.ERROR, message="sabotaged")
+
+    monkeypatch.setattr(gavel_fast, "_primal_master", failing)
+    bad = gavel_fast.solve_max_min_fast(form, inst, SolverOptions(), path="capacity_master")
+    assert bad.status == Status.ERROR and not bad.allocation
+    assert any("primal master failed" in d for d in bad.diagnostics)

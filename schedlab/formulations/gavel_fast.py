@@ -75,8 +75,8 @@ from schedlab.formulations.gavel import (
 )
 from schedlab.formulations.gavel_data import BoolArray, FloatArray, GavelData
 from schedlab.instance import Instance
-from schedlab.solution import Solution, Status, Timings
-from schedlab.solvers import PersistentSolver, SolverOptions
+from schedlab.solution import Solution, Status, Timings, worst_status
+from schedlab.solvers import PersistentSolver, SolveResult, SolverOptions
 
 log = logging.getLogger(__name__)
 
@@ -799,6 +799,8 @@ def solve_capacity_master(
         if not result.status.has_solution or result.objective is None:
             return _Outcome(Status.ERROR, np.zeros(classes.fair.shape), np.zeros((0, num_types)),
                             None, None, iterations, len(columns), result.message)
+        if result.status != Status.OPTIMAL:  # an unproven master value bounds nothing
+            status = worst_status(status, result.status)
         lower = result.objective
         prices = np.maximum(_values(master.pi, num_types), 0.0)
         level, _, use = price_capacity(classes, prices)
@@ -810,18 +812,25 @@ def solve_capacity_master(
             status = Status.TIME_LIMIT
             break
         add(_Column(level, use, prices))
-    weights, value = _primal_master(columns, gpus, opts)
+    weights, primal = _primal_master(columns, gpus, opts)
+    if weights is None:
+        return _Outcome(Status.ERROR, np.zeros(classes.fair.shape), np.zeros((0, num_types)),
+                        None, None, iterations, len(columns),
+                        f"primal master failed: {primal.message}")
+    status = worst_status(status, primal.status)
     z = np.zeros(classes.fair.shape)
     for column, weight in zip(columns, weights, strict=True):
         if weight > 0:
             z += weight * _column_shares(classes, column)
-    return _Outcome(status, z, np.zeros((0, num_types)), value, upper, iterations, len(columns))
+    return _Outcome(status, z, np.zeros((0, num_types)), float(primal.objective or 0.0), upper,
+                    iterations, len(columns))
 
 
 def _primal_master(
     columns: list[_Column], gpus: FloatArray, options: SolverOptions
-) -> tuple[FloatArray, float]:
-    """Weights lambda of  max sum lambda_i t_i  s.t.  sum lambda_i u_i <= n, sum lambda = 1."""
+) -> tuple[FloatArray | None, SolveResult]:
+    """Weights lambda of  max sum lambda_i t_i  s.t.  sum lambda_i u_i <= n, sum lambda = 1,
+    and the solve's result (weights None when the solve found no solution)."""
     m = pyo.ConcreteModel(name="gavel.max_min_fairness.capacity_primal")
     m.lam = pyo.Var(range(len(columns)), bounds=(0.0, None))
     m.capacity = pyo.Constraint(
@@ -835,11 +844,13 @@ def _primal_master(
         expr=sum(c.level * m.lam[i] for i, c in enumerate(columns)), sense=pyo.maximize
     )
     result = PersistentSolver(options).solve(m)
+    if not result.status.has_solution or result.objective is None:
+        return None, result
     weights = np.clip(_values(m.lam, len(columns)), 0.0, None)
     total = weights.sum()
     if total > 0:
         weights /= total
-    return weights, float(result.objective or 0.0)
+    return weights, result
 
 
 # -------------------------------------------------- column generation over pair columns
