@@ -118,3 +118,25 @@ def test_capacity_master_failed_primal_solve_is_an_error(monkeypatch: pytest.Mon
     bad = gavel_fast.solve_max_min_fast(form, inst, SolverOptions(), path="capacity_master")
     assert bad.status == Status.ERROR and not bad.allocation
     assert any("primal master failed" in d for d in bad.diagnostics)
+
+
+def test_saturn_failed_milp_returns_the_greedy_schedule_as_a_stated_fallback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pathlib import Path
+
+    from schedlab.instance import load_instance
+
+    inst = load_instance(Path(__file__).parent.parent / "instances" / "saturn" / "three-jobs.json")
+    original: Callable[..., SolveResult] = PersistentSolver.solve
+
+    def failing(self: PersistentSolver, model: Any, options: Any = None) -> SolveResult:
+        result = original(self, model, options)
+        return replace(result, status=Status.ERROR, objective=None, bound=None, gap=None,
+                       message="sabotaged")
+
+    monkeypatch.setattr(PersistentSolver, "solve", failing)
+    sol = schedlab.solve(inst, "saturn.disjunctive")
+    assert sol.status == Status.FEASIBLE
+    assert any(d.startswith("fallback:") and "greedy" in d for d in sol.diagnostics)
+    assert sol.metrics["returned"] == "greedy"

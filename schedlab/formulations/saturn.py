@@ -179,11 +179,17 @@ class SaturnMilp(Formulation):
         greedy = to_schedule(data, greedy_placements(data))
         score = makespan if self.objective == "makespan" else (
             lambda sched: weighted_completion(sched, data))
-        schedule = exact if score(exact) <= score(greedy) + 1e-9 else greedy
+        use_milp = result.status.has_solution and score(exact) <= score(greedy) + 1e-9
+        schedule = exact if use_milp else greedy
         status = result.status if result.status.has_solution else Status.FEASIBLE
         solution = schedule_solution(
             self.name, instance, data, schedule, objective=self.objective, status=status
         )
+        if not result.status.has_solution:
+            # A fallback says so: the MILP proved nothing, the schedule is the greedy one.
+            solution.diagnostics.append(
+                f"fallback: the MILP ended {result.status.value} ({result.message}); the "
+                "schedule returned is the greedy list schedule, a heuristic")
         solution.metrics.update(metrics)
         solution.metrics["milp_schedule_objective"] = score(exact)
         solution.metrics["greedy_objective"] = score(greedy)
