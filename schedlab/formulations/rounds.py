@@ -48,9 +48,11 @@ from __future__ import annotations
 
 import logging
 import math
+import random
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -60,6 +62,9 @@ from schedlab.instance import Instance
 from schedlab.solution import PairShare, Placement, Solution
 
 log = logging.getLogger(__name__)
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 
 #: A scheduling unit: one job id, or a co-located pair of job ids in instance order.
 Unit = tuple[str, ...]
@@ -658,3 +663,241 @@ class PriorityCandidates:
             if total_left < smallest or not unplaced:
                 break
         return chosen
+
+
+# --------------------------------------------------------------- Gavel's own mechanism
+
+
+#: Gavel's ``minimum_time_between_allocation_resets`` (scheduler.py default), s.
+GAVEL_RESET_INTERVAL_S = 1920.0
+
+
+class _JobLike(Protocol):
+    """What :class:`GavelRoundState` reads of a job (``JobState`` has it)."""
+
+    id: str
+    scale_factor: int
+    throughput: dict[str, float]
+    time_on: dict[str, float]
+
+
+class GavelRoundState:
+    r"""Gavel's round mechanism as its simulator runs it (``scheduler.py``, simulation mode).
+
+    One object per simulated run; a policy calls :meth:`observe` at every round start, then
+    :meth:`reset` with a fresh allocation when :meth:`observe` says one is due, then
+    :meth:`choose`, then :meth:`record` with what it placed.  The rules, with Gavel's function
+    names (docs/simulator.md discusses each against schedlab's own mechanism):
+
+    * *Time received* (``_done_callback``): after a round, each job that ran on type k gets
+      ``job_time[j,k] += finish_j - round_start`` and ``worker_time[k]`` the same, where
+      ``finish_j`` is its own finish (start + steps / T) and ``round_start`` is Gavel's
+      ``current_round_start_time``: the end of the previous round that ran jobs (0 s before
+      the first), which after an idle gap lies before the real start.
+    * *Allocation and reset* (``_update_priorities`` -> ``_reset_time_run_so_far``,
+      ``_compute_allocation``): the allocation is recomputed only at a reset, and a reset
+      happens at a round start when a job arrived or finished since the last reset *and* at
+      least ``reset_interval_s`` (1920 s) passed since it (or the last reset was at t = 0).
+      A reset first adds to every job's deficit ``X_old[j,k] (now - last_reset) -
+      (job_time[j,k] - L/2)``, then sets ``job_time[j,k] = L/2`` for every active job and
+      ``worker_time[k] = L/2 x (active jobs)``.  A job that arrived after the last reset starts
+      with ``job_time = L/2`` and is not in the allocation.
+    * *Priorities* (``_update_priorities``): ``X[j,k] / (job_time[j,k] / worker_time[k])``;
+      0 when X = 0, when T[j,k] = 0, or when the job is not in the allocation; X 1e9 when
+      worker_time[k] = 0.
+    * *Order* (``_schedule_jobs_on_workers_helper``): one list per type, sorted by (priority,
+      deficit, X) descending, ties in arrival order; the lists are concatenated in the type
+      order (cluster order, shuffled every round by ``random.Random(seed + 5)`` when
+      ``shuffle_types``, as Gavel does for policies without "Perf" in their name), not merged.
+      Greedy: a job takes its whole gang on a type with room unless it was taken already or
+      T[j,k] = 0 (and, with ``skip_zero_priority`` -- Gavel's FIFO -- unless its priority is
+      0).
+    * *Jobs outside the allocation* (``_schedule_jobs_on_workers``): a job picked by the greedy
+      walk but absent from the allocation gets no workers; its GPUs stay idle this round.
+    """
+
+    def __init__(
+        self,
+        types: Sequence[str],
+        gpus: Sequence[int],
+        round_s: float,
+        *,
+        reset_interval_s: float = GAVEL_RESET_INTERVAL_S,
+        shuffle_types: bool = False,
+        seed: int = 0,
+        skip_zero_priority: bool = False,
+    ) -> None:
+        self.types = list(types)
+        self.gpus = [int(n) for n in gpus]
+        self.half_round = float(round_s) / 2.0
+        self.reset_interval_s = float(reset_interval_s)
+        self.skip_zero_priority = skip_zero_priority
+        self._shuffler = random.Random(seed + 5) if shuffle_types else None
+        num_types = len(self.types)
+        self._slot: dict[str, int] = {}
+        self._ids: list[str] = []
+        size = 64
+        self.job_time = np.zeros((size, num_types))
+        self.deficit = np.zeros((size, num_types))
+        self.allocation = np.zeros((size, num_types))
+        self._in_allocation = np.zeros(size, dtype=bool)
+        self._thr = np.zeros((size, num_types))
+        self._gang: list[int] = []
+        self._active = np.zeros(size, dtype=bool)
+        self.worker_time = np.zeros(num_types)
+        self.last_reset = 0.0
+        self.need_update = False
+        self.resets = 0
+        # what ran last round: (job, type index, time_on[k] before the round)
+        self._ran: list[tuple[_JobLike, int, float]] = []
+        self._round_start = 0.0  # real start of the last round that ran jobs
+        self._gavel_start = 0.0  # Gavel's current_round_start_time
+        self._gavel_end: float | None = None  # Gavel's current_round_end_time
+
+    # jobs ------------------------------------------------------------------------------
+    def _grow(self) -> None:
+        extra = len(self._active)
+        for name in ("job_time", "deficit", "allocation", "_thr"):
+            old = getattr(self, name)
+            setattr(self, name, np.concatenate([old, np.zeros_like(old)]))
+        self._in_allocation = np.concatenate([self._in_allocation, np.zeros(extra, bool)])
+        self._active = np.concatenate([self._active, np.zeros(extra, bool)])
+
+    def add(self, job: _JobLike) -> None:
+        """A job arrived (``add_job``): job_time L/2 on every type, deficit 0."""
+        slot = len(self._ids)
+        if slot == len(self._active):
+            self._grow()
+        self._slot[job.id] = slot
+        self._ids.append(job.id)
+        self._gang.append(job.scale_factor)
+        self._thr[slot] = [job.throughput.get(k, 0.0) if job.scale_factor <= n else 0.0
+                           for k, n in zip(self.types, self.gpus, strict=True)]
+        self.job_time[slot] = self.half_round
+        self._active[slot] = True
+        self.need_update = True
+
+    def remove(self, job_id: str) -> None:
+        """A job finished (``_remove_job``)."""
+        slot = self._slot.get(job_id)
+        if slot is not None and self._active[slot]:
+            self._active[slot] = False
+            self._in_allocation[slot] = False
+            self.need_update = True
+
+    def credit(self, job_id: str, k: int, seconds: float) -> None:
+        """Add ``seconds`` on type index ``k`` to the job's and the type's time received."""
+        slot = self._slot.get(job_id)
+        if slot is not None and self._active[slot]:
+            self.job_time[slot, k] += seconds
+            self.worker_time[k] += seconds
+
+    @property
+    def active_ids(self) -> list[str]:
+        """Active jobs in arrival order."""
+        return [self._ids[s] for s in np.flatnonzero(self._active[: len(self._ids)])]
+
+    # rounds ----------------------------------------------------------------------------
+    def observe(self, now: float, active: Sequence[_JobLike]) -> bool:
+        """Round start at ``now`` with jobs ``active`` (arrival order): credit last round's
+        time, drop finished jobs, add arrivals; returns True when a reset is due (the caller
+        then computes an allocation for ``active`` and calls :meth:`reset`)."""
+        if self._ran:
+            held = [js.time_on.get(self.types[k], 0.0) - before for js, k, before in self._ran]
+            end = self._round_start + max(held)
+            if self._gavel_end is not None:
+                self._gavel_start = self._gavel_end
+            self._gavel_end = end
+            for (js, k, _), seconds in zip(self._ran, held, strict=True):
+                self.credit(js.id, k, self._round_start + seconds - self._gavel_start)
+            self._ran = []
+        ids = {js.id for js in active}
+        for job_id in self.active_ids:
+            if job_id not in ids:
+                self.remove(job_id)
+        for js in active:
+            if js.id not in self._slot:
+                self.add(js)
+        return self.need_update and (now - self.last_reset >= self.reset_interval_s
+                                     or self.last_reset == 0.0)
+
+    def reset(self, now: float, allocation: Mapping[str, Sequence[float]]) -> None:
+        """``_reset_time_run_so_far`` with the old allocation, then the new ``allocation``
+        (X per type, in :attr:`types` order) for the active jobs it names."""
+        n = len(self._ids)
+        active = self._active[:n]
+        old = np.where(self._in_allocation[:n, None], self.allocation[:n], 0.0)
+        elapsed = now - self.last_reset
+        self.deficit[:n][active] += (old * elapsed
+                                     - (self.job_time[:n] - self.half_round))[active]
+        self.job_time[:n][active] = self.half_round
+        self.worker_time[:] = self.half_round * int(active.sum())
+        self.allocation[:n] = 0.0
+        self._in_allocation[:n] = False
+        for job_id, row in allocation.items():
+            slot = self._slot.get(job_id)
+            if slot is not None and self._active[slot]:
+                self.allocation[slot] = np.clip(np.asarray(row, dtype=float), 0.0, 1.0)
+                self._in_allocation[slot] = True
+        self.last_reset = now
+        self.need_update = False
+        self.resets += 1
+
+    def priorities(self) -> tuple[IntArray, FloatArray]:
+        """(active slots in arrival order, priority per slot and type) as Gavel computes them."""
+        slots = np.flatnonzero(self._active[: len(self._ids)])
+        x = np.where(self._in_allocation[slots, None], self.allocation[slots], 0.0)
+        thr = self._thr[slots]
+        wt = self.worker_time
+        fraction = np.divide(self.job_time[slots], wt[None, :],
+                             out=np.zeros((len(slots), len(wt))), where=wt[None, :] != 0)
+        priority = x * 1e9
+        ok = (fraction > 0) & (x > 0) & (thr > 0)
+        np.divide(x, fraction, out=priority, where=ok)
+        priority[(x <= 0) | (thr <= 0)] = 0.0
+        return slots, priority
+
+    def choose(self) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+        """This round's (job, type index) in the order taken, and the (job, type) picks that get
+        no workers because the job is outside the allocation."""
+        slots, priority = self.priorities()
+        order = list(range(len(self.types)))
+        if self._shuffler is not None:
+            self._shuffler.shuffle(order)
+        left = list(self.gpus)
+        taken: set[int] = set()
+        run: list[tuple[str, int]] = []
+        lost: list[tuple[str, int]] = []
+        if len(slots) == 0:
+            return run, lost
+        x = np.where(self._in_allocation[slots, None], self.allocation[slots], 0.0)
+        deficit = self.deficit[slots]
+        thr = self._thr[slots]
+        rank = np.arange(len(slots))
+        gang = self._gang
+        ids = self._ids
+        in_allocation = self._in_allocation
+        for k in order:
+            if left[k] == 0:
+                continue
+            p = priority[:, k]
+            rows = np.lexsort((rank, -x[:, k], -deficit[:, k], -p))
+            keep = thr[rows, k] > 0
+            if self.skip_zero_priority:
+                keep &= p[rows] > 0
+            for r in rows[keep].tolist():
+                slot = int(slots[r])
+                if slot in taken or gang[slot] > left[k]:
+                    continue
+                taken.add(slot)
+                left[k] -= gang[slot]
+                (run if in_allocation[slot] else lost).append((ids[slot], k))
+                if left[k] == 0:
+                    break
+        return run, lost
+
+    def record(self, now: float, ran: Sequence[tuple[_JobLike, int]]) -> None:
+        """The jobs placed in the round starting at ``now`` (to credit at the next round)."""
+        self._ran = [(js, k, js.time_on.get(self.types[k], 0.0)) for js, k in ran]
+        if ran:
+            self._round_start = now

@@ -48,7 +48,12 @@ import numpy.typing as npt
 
 from schedlab.errors import InputError, SolverError, UnknownNameError
 from schedlab.formulations import gavel as gavel_formulations
-from schedlab.formulations.rounds import PriorityCandidates, choose_by_priority
+from schedlab.formulations.gavel_data import isolated_share
+from schedlab.formulations.rounds import (
+    GavelRoundState,
+    PriorityCandidates,
+    choose_by_priority,
+)
 from schedlab.instance import Cluster, Instance, Job, Params
 from schedlab.policies.base import Policy
 from schedlab.policies.registry import register_policy
@@ -62,6 +67,7 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 Method = Literal["auto", "array", "generic"]
+Mechanism = Literal["schedlab", "gavel"]
 
 _job_id = attrgetter("id")
 
@@ -270,6 +276,11 @@ class GavelPolicy(Policy):
         min_share: shares X <= this count as 0 (LP noise).
         solver, time_limit_s, threads, lp_method: solver options of the generic path
             (``threads`` also for the array LP).
+        mechanism: ``"schedlab"`` (module docstring) or ``"gavel"``: Gavel's own round
+            mechanism (:class:`~schedlab.formulations.rounds.GavelRoundState`: allocation
+            recomputed only at resets at least 1920 s apart, priorities from the time received
+            since the last reset, per-type queues); :func:`schedlab.simulator.simulate` then
+            also follows Gavel's step accounting (it reads this attribute).  No space sharing.
     """
 
     description = "Gavel formulation solved on each job-set change, realised by priorities"
@@ -286,6 +297,7 @@ class GavelPolicy(Policy):
         time_limit_s: float | None = None,
         threads: int | None = None,
         lp_method: LpMethod = "auto",
+        mechanism: Mechanism = "schedlab",
     ) -> None:
         super().__init__()
         entries = formulations()
@@ -308,6 +320,12 @@ class GavelPolicy(Policy):
         if method == "array" and not has_array:
             raise InputError(f"{formulation} has no array path; use method='generic'",
                              field="method")
+        if mechanism not in ("schedlab", "gavel"):
+            raise InputError(f"mechanism must be 'schedlab' or 'gavel', got {mechanism!r}",
+                             field="mechanism")
+        if mechanism == "gavel" and entry.kwargs.get("space_sharing", False):
+            raise InputError("mechanism='gavel' has no space sharing", field="mechanism")
+        self.mechanism: Mechanism = mechanism
         self.name = formulation
         self.formulation = formulation
         self.resolve_every = resolve_every
@@ -322,6 +340,10 @@ class GavelPolicy(Policy):
         self.last_objective: float | None = None
         self._cluster_key: tuple[tuple[str, int], ...] | None = None
         self._cluster: Cluster | None = None
+        self._gavel: GavelRoundState | None = None
+        # Gavel's cumulative isolated time (FinishTimeFairnessPolicyWithPerf), per job
+        self._isolated_s: dict[str, float] = {}
+        self._isolated_prev: dict[str, tuple[float, float]] = {}  # (remaining, T_iso)
 
     # set-up per cluster ------------------------------------------------------------------
     def _setup(self, cluster: Cluster) -> None:
@@ -362,6 +384,8 @@ class GavelPolicy(Policy):
         self._cand_flat = np.zeros(0, dtype=np.int64)
         self._cand_assign: list[Assignment] = []
         self._gang_list: list[int] = []
+        self._isolated_s = {}
+        self._isolated_prev = {}
 
     def _grow(self, need: int) -> None:
         size = len(self._arrival)
@@ -388,7 +412,13 @@ class GavelPolicy(Policy):
             if key != self._cluster_key or state.round_index == 0:  # new cluster or new run
                 self._cluster_key = key
                 self._setup(state.cluster)
+                if self.mechanism == "gavel":
+                    self._gavel = GavelRoundState(
+                        self.types, self._free, state.round_s,
+                        shuffle_types=not self.heterogeneity_aware, seed=state.seed)
             self._cluster = state.cluster
+        if self._gavel is not None:
+            return self._decide_gavel(state, self._gavel)
         if state.job_set_version != self._seen_version or len(state.active) != len(self._ids):
             self._sync_jobs(state)
         self._update_received(state)
@@ -403,6 +433,26 @@ class GavelPolicy(Policy):
             self._since_solve = 0
         self._since_solve += 1
         return self._choose(state)
+
+    def _decide_gavel(self, state: ClusterState, rounds: GavelRoundState) -> list[Assignment]:
+        """One round of Gavel's mechanism: re-solve only at a reset, then its greedy walk."""
+        if rounds.observe(state.now, state.active):
+            if state.job_set_version != self._seen_version or len(state.active) != len(
+                    self._ids):
+                self._sync_jobs(state)
+            t0 = time.perf_counter()
+            self._solve(state)
+            self.solver_time_s += time.perf_counter() - t0
+            self.solves += 1
+            self._solved_version = self._seen_version
+            target = self._target
+            rounds.reset(state.now, {job_id: target[slot] for job_id, slot
+                                     in zip(self._ids, self._rows.tolist(), strict=True)})
+        run, _ = rounds.choose()
+        by_id = {js.id: js for js in state.active}
+        types = self.types
+        rounds.record(state.now, [(by_id[job_id], k) for job_id, k in run])
+        return [Assignment(job_id, types[k]) for job_id, k in run]
 
     def _sync_jobs(self, state: ClusterState) -> None:
         """Slots for new jobs; the active rows in arrival order (one pass over the ids)."""
@@ -479,6 +529,7 @@ class GavelPolicy(Policy):
             self._candidates = None
             return
         self._candidates = None
+        self._advance_isolated_time(state)
         instance = self.instance_from_state(state)
         form = formulations()[self.formulation].make()
         if not isinstance(form, gavel_formulations.GavelPolicy):  # checked in __init__
@@ -508,26 +559,58 @@ class GavelPolicy(Policy):
             y[self._type_index[pair.accelerator]] = pair.fraction
             self._pairs.append((a, b, y))
 
+    @staticmethod
+    def isolated_throughputs(state: ClusterState) -> dict[str, float]:
+        """T_iso[j] of every active job under Gavel's isolated share
+        (:func:`~schedlab.formulations.gavel_data.isolated_share`: 1/m of every pool, m =
+        active jobs, rows scaled to sum <= 1), steps/s; a type where the job cannot run (no
+        throughput, or its gang does not fit) adds nothing."""
+        active = state.active
+        pools = state.cluster.accelerators
+        types = list(pools)
+        gpus = np.array([pools[k].count for k in types], dtype=float)
+        scale = np.array([js.scale_factor for js in active], dtype=float)
+        share = isolated_share(gpus, scale)
+        thr = np.array([[js.throughput.get(k, 0.0) if js.scale_factor <= pools[k].count
+                         else 0.0 for k in types] for js in active]).reshape(len(active),
+                                                                             len(types))
+        iso = (thr * share).sum(axis=1)
+        return {js.id: float(v) for js, v in zip(active, iso, strict=True)}
+
+    def _advance_isolated_time(self, state: ClusterState) -> None:
+        """Gavel's cumulative isolated time, updated once per decision (its
+        ``FinishTimeFairnessPolicyWithPerf``): a job in the previous decision adds (its
+        remaining steps then - now) / (its T_iso then); a new job starts at 0; then T_iso and
+        the remaining steps of this decision are kept for the next one."""
+        previous = self._isolated_prev
+        current: dict[str, tuple[float, float]] = {}
+        iso = self.isolated_throughputs(state)
+        for js in state.active:
+            remaining = js.total_steps - min(js.steps_done, js.total_steps)
+            got = self._isolated_s.get(js.id, 0.0)
+            before = previous.get(js.id)
+            if before is not None and before[1] > 0:
+                got += (before[0] - remaining) / before[1]
+            self._isolated_s[js.id] = got
+            current[js.id] = (remaining, iso[js.id])
+        for job_id in previous.keys() - current.keys():
+            self._isolated_s.pop(job_id, None)
+        self._isolated_prev = current
+
     def instance_from_state(self, state: ClusterState) -> Instance:
         """The active jobs as an Instance (for the generic path and for tests).
 
         Each job carries its remaining steps (``steps_done``), ``time_in_system_s`` = now -
-        arrival, ``isolated_time_s`` = steps done / T_iso (the seconds it would have needed
-        for them on its proportional share, T_iso = T_eq min(1, N / sum_j s_j)), ``entity`` =
-        its ``user``, and co-location throughputs with the other active jobs.
+        arrival, ``isolated_time_s`` = its cumulative isolated time as of the last decision
+        (:meth:`_advance_isolated_time`, Gavel's accumulation: sum over decisions of the steps
+        done since the previous one / the isolated throughput then; 0 for a job not seen by a
+        decision yet), ``entity`` = its ``user``, and co-location throughputs with the other
+        active jobs.
         """
         active = state.active
         ids = {js.id for js in active}
-        counts = self.gpus if hasattr(self, "gpus") else np.array(
-            [p.count for p in state.cluster.accelerators.values()], dtype=float)
-        total_gpus = float(counts.sum())
-        total_scale = float(sum(js.scale_factor for js in active)) or 1.0
         jobs = []
         for js in active:
-            teq = sum(js.throughput.get(k, 0.0) * p.count
-                      for k, p in state.cluster.accelerators.items()
-                      if js.scale_factor <= p.count) / total_gpus
-            t_iso = teq * min(1.0, total_gpus / total_scale)
             coloc = None
             if js.colocated_throughput:
                 coloc = {o: dict(v) for o, v in js.colocated_throughput.items() if o in ids}
@@ -543,7 +626,7 @@ class GavelPolicy(Policy):
                 colocated_throughput=coloc or None,
                 entity=js.user,
                 time_in_system_s=max(state.now - js.arrival, 0.0),
-                isolated_time_s=js.steps_done / t_iso if t_iso > 0 else 0.0,
+                isolated_time_s=self._isolated_s.get(js.id, 0.0),
                 user=js.user,
             ))
         return Instance(name=f"{self.formulation}@{state.now:.6g}s", cluster=state.cluster,

@@ -83,6 +83,8 @@ log = logging.getLogger(__name__)
 _job_of = attrgetter("job")
 
 Mode = Literal["continuous", "static"]
+#: How rounds advance jobs (docs/simulator.md): schedlab's own rules or Gavel's simulator's.
+Mechanism = Literal["schedlab", "gavel"]
 
 #: Remaining steps below this fraction of total_steps count as done (float dust).
 FINISH_TOLERANCE = 1e-9
@@ -483,6 +485,63 @@ def _advance(
     return last_end
 
 
+def _advance_gavel(
+    units: Sequence[Unit],
+    masks: list[int],
+    previous: Sequence[int],
+    acc: str,
+    now: float,
+    length: float,
+    round_index: int,
+    last_mask: dict[str, int],
+    overhead_paid: dict[str, float],
+    runs: list[RunRecord],
+    still: list[JobState],
+    done_now: list[JobState],
+    last_end: float,
+) -> float:
+    """:func:`_advance` with Gavel's step accounting (``_get_num_steps``,
+    ``_get_job_steps_and_finish_times``): a job placed for a round runs ``min(int(T (L -
+    o)), R)`` whole steps and holds its GPUs until it has run them, ``o + steps / T`` s
+    after the round start, whether or not it finished; returns the latest release so far
+    (the round ends there)."""
+    for (js, thr, mate), job_mask, prev in zip(units, masks, previous, strict=True):
+        overhead = 0.0
+        if prev != job_mask:
+            job_id = js.id
+            if js.last_accelerator is not None:
+                overhead = min(js.switch_overhead_s, length)
+                js.migrations += 1
+                overhead_paid[job_id] = overhead_paid.get(job_id, 0.0) + overhead
+            js.last_accelerator = acc
+            js.last_gpu_ids = mask_ids(job_mask)
+            last_mask[job_id] = job_mask
+        left = js.total_steps - js.steps_done
+        # whole steps (at least one, so a job slower than a step a round still moves)
+        steps = min(max(float(math.floor(thr * (length - overhead))), 1.0), left)
+        held = overhead + steps / thr
+        end = now + held
+        js.steps_done += steps
+        if steps >= left:
+            js.steps_done = js.total_steps
+            js.finish_time = end
+            done_now.append(js)
+        else:
+            still.append(js)
+        if end > last_end:
+            last_end = end
+        js.time_on[acc] += held
+        js.executed_s += held
+        js.attained_service_s += held * js.scale_factor
+        js.rounds_run += 1
+        if js.start_time is None:
+            js.start_time = now
+        js.last_round_run = round_index
+        runs.append(RunRecord(js.id, acc, job_mask, None if mate is None else mate.id,
+                              overhead, end))
+    return last_end
+
+
 # ------------------------------------------------------------------------------- the loop
 
 
@@ -499,6 +558,7 @@ def simulate(
     switch_overhead_s: float = 0.0,
     end_round_early: bool = True,
     stall_rounds: int = 1000,
+    mechanism: Mechanism | None = None,
 ) -> SimulationResult:
     """Simulate ``policy`` on ``jobs`` (JobStates, or an Instance) over ``cluster``.
 
@@ -518,6 +578,12 @@ def simulate(
             before its end (Gavel's behaviour); False keeps every round exactly L long.
         stall_rounds: raise :class:`SimulationStalledError` after this many consecutive rounds
             in which jobs wait, none can arrive any more and the policy places nothing.
+        mechanism: ``"schedlab"`` (the rules above) or ``"gavel"`` (Gavel's simulator's step
+            accounting: ``total_steps`` truncated to whole steps, ``min(int(T L), R)`` whole
+            steps a round, every round ends when its last job has run its steps, a round
+            that places nothing jumps to the next arrival; ``end_round_early`` is then
+            ignored).  None (default): the policy's ``mechanism`` attribute when it has one,
+            else ``"schedlab"``.  docs/simulator.md lists the differences.
 
     Returns:
         A :class:`~schedlab.simulator.result.SimulationResult`.
@@ -530,6 +596,11 @@ def simulate(
         raise TypeError("simulate() needs a policy")
     if mode not in ("continuous", "static"):
         raise InputError(f"mode must be 'continuous' or 'static', got {mode!r}", field="mode")
+    if mechanism is None:
+        mechanism = getattr(policy, "mechanism", "schedlab")
+    if mechanism not in ("schedlab", "gavel"):
+        raise InputError(f"mechanism must be 'schedlab' or 'gavel', got {mechanism!r}",
+                         field="mechanism")
     if isinstance(jobs, Instance):
         cluster = cluster if cluster is not None else jobs.cluster
         round_s = round_s if round_s is not None else jobs.params.round_s
@@ -546,6 +617,10 @@ def simulate(
         raise InputError(f"max_rounds must be >= 0, got {max_rounds}", field="max_rounds")
     _validate_jobs(workload, cluster, length)
     all_jobs = _fresh_copies(workload, mode)
+    if mechanism == "gavel":  # Gavel reads whole steps (int(total_steps))
+        for js in all_jobs:
+            js.total_steps = max(float(math.floor(js.total_steps)), 1.0)
+            js.steps_done = min(float(math.floor(js.steps_done)), js.total_steps - 1.0)
     order = sorted(range(len(all_jobs)), key=lambda i: all_jobs[i].arrival)
     pending = [all_jobs[i] for i in order]
     name = policy.name or type(policy).__name__
@@ -554,7 +629,7 @@ def simulate(
     try:
         with _fewer_gc_passes():
             return _run(pending, cluster, policy, name, length, mode, seed, max_rounds,
-                        progress, end_round_early, stall_rounds)
+                        progress, end_round_early, stall_rounds, mechanism)
     except KeyboardInterrupt:
         log.warning("simulation of %s interrupted; no result", name)
         raise
@@ -595,6 +670,7 @@ def _run(
     progress: Callable[[Progress], None] | None,
     end_round_early: bool,
     stall_rounds: int,
+    mechanism: Mechanism = "schedlab",
 ) -> SimulationResult:
     wall0 = time.perf_counter()
     counters0 = _counters(policy)
@@ -621,6 +697,8 @@ def _run(
     idle = 0
     decide_s = 0.0
     stopped = "all jobs finished"
+    gavel = mechanism == "gavel"
+    advance = _advance_gavel if gavel else _advance
     for js in pending:  # jobs handed over mid-life keep their last placement
         last_mask[js.id] = ids_mask(js.last_gpu_ids or ())
         js.time_on = {**dict.fromkeys(counts, 0.0), **js.time_on}
@@ -660,9 +738,9 @@ def _run(
             # The plan of the last round again, and no job arrived or finished since: it
             # passed the checks then, and every gang finds its GPUs free (sticky placement).
             for acc, same_units, same_masks, _ in repeat_layout:
-                last_end = _advance(same_units, same_masks, same_masks, acc, now, length,
-                                    round_index, last_mask, overhead_paid, runs, still,
-                                    done_now, last_end)
+                last_end = advance(same_units, same_masks, same_masks, acc, now, length,
+                                   round_index, last_mask, overhead_paid, runs, still,
+                                   done_now, last_end)
         else:
             layout = _solo_layout(decision, fits, counts, last_mask, placers)
             repeat_layout = layout
@@ -670,15 +748,18 @@ def _run(
                 layout = _checked_layout(decision, by_id, counts, last_mask, placers, name,
                                          round_index)
             for acc, units, masks, before in layout:
-                last_end = _advance(units, masks, before, acc, now, length, round_index,
-                                    last_mask, overhead_paid, runs, still, done_now, last_end)
+                last_end = advance(units, masks, before, acc, now, length, round_index,
+                                   last_mask, overhead_paid, runs, still, done_now, last_end)
             repeat_of = list(decision)  # a copy: a policy may reuse its list
         repeat_version = version
 
         for js in previous:
             if js.last_round_run != round_index:  # ran last round, waits now
                 js.preemptions += 1
-        if runs and not still and end_round_early:
+        if gavel:  # ends when its last job has run its steps; an empty round waits for jobs
+            end_of_round = (last_end if runs else pending[next_arrival].arrival
+                            if next_arrival < total else now + length)
+        elif runs and not still and end_round_early:
             end_of_round = last_end
         else:
             end_of_round = now + length
