@@ -384,5 +384,8 @@ def test_hierarchical_fifo_snapshot_from_a_simulation() -> None:
 
     inst = load_instance(Path(__file__).parent / "data" / "hierarchical-fifo-snapshot.json")
     sol = schedlab.solve(inst, "gavel.hierarchical_fifo")
-    assert sol.status == "optimal"
+    # The floors had to be relaxed past the solver's tolerance: the levels are then met only
+    # to that tolerance, so the result is honest about it (feasible, with the reason).
+    assert sol.status == "feasible"
+    assert any("floors relaxed" in d for d in sol.diagnostics)
     assert check(inst, sol) == []
