@@ -140,3 +140,17 @@ def test_saturn_failed_milp_returns_the_greedy_schedule_as_a_stated_fallback(
     assert sol.status == Status.FEASIBLE
     assert any(d.startswith("fallback:") and "greedy" in d for d in sol.diagnostics)
     assert sol.metrics["returned"] == "greedy"
+
+
+def test_no_solver_log_lines_between_solves(capfd: pytest.CaptureFixture[str]) -> None:
+    """Water-filling zeroes coefficients of a loaded model between solves; HiGHS' warnings
+    about them must not reach stdout or stderr (no solver chatter without --verbose)."""
+    from pathlib import Path
+
+    from schedlab.instance import load_instance
+
+    inst = load_instance(Path(__file__).parent / "data" / "hierarchical-fifo-snapshot.json")
+    capfd.readouterr()
+    schedlab.solve(inst, "gavel.hierarchical_fifo")
+    out, err = capfd.readouterr()
+    assert "HiGHS" not in out + err and "changeCoeff" not in out + err

@@ -4,6 +4,10 @@ Pyomo's ``pyomo.contrib.solver`` HiGHS interface does not pass a starting soluti
 subclass records the Pyomo variables as they are loaded and, when ``warm_start`` is on, hands
 their current values to ``Highs.setSolution`` before each run (variables without a value
 start at 0).  HiGHS checks the start and uses it as the first incumbent when it is feasible.
+
+Quiet between solves: Pyomo captures HiGHS' console output only while it solves, so warnings
+raised while it pushes changes to a loaded model (e.g. "|Value| of 0 supplied to
+Highs::changeCoeff ...") would reach stdout.  The console log is therefore off outside solves.
 """
 
 from __future__ import annotations
@@ -24,6 +28,14 @@ class WarmStartHighs(Highs):
         self.warm_start: bool = warm
         self._loaded_vars: dict[int, Any] = {}
 
+    def set_instance(self, model: Any) -> None:
+        super().set_instance(model)
+        self._mute_console()
+
+    def _mute_console(self) -> None:
+        if self._solver_model is not None:
+            self._solver_model.setOptionValue("log_to_console", False)
+
     def _add_variables(self, variables: list[Any]) -> None:
         super()._add_variables(variables)
         for v in variables:
@@ -32,7 +44,10 @@ class WarmStartHighs(Highs):
     def _solve(self) -> Any:
         if self.warm_start and self._solver_model is not None:
             self._set_start()
-        return super()._solve()
+        try:
+            return super()._solve()
+        finally:
+            self._mute_console()
 
     def _set_start(self) -> None:
         import highspy
