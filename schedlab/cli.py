@@ -84,24 +84,22 @@ def _nonnegative_float(text: str) -> float:
     return value
 
 
-def _positive_int(text: str) -> int:
+def _int_at_least(text: str, lowest: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be an integer >= 1")
+    if value < lowest:
+        raise argparse.ArgumentTypeError(f"{text!r} must be an integer >= {lowest}")
     return value
+
+
+def _positive_int(text: str) -> int:
+    return _int_at_least(text, 1)
 
 
 def _nonnegative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be an integer >= 0")
-    return value
+    return _int_at_least(text, 0)
 
 
 def build_parser() -> argparse.ArgumentParser:
