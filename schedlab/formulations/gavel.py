@@ -1,6 +1,6 @@
 """Gavel's heterogeneity-aware scheduling policies as Pyomo LPs (Narayanan et al., OSDI'20).
 
-Variables (DESIGN.md §4): X[j,k] in [0,1], the share of wall-clock time job j runs on
+Variables (docs/formulations/gavel.md): X[j,k] in [0,1], the share of wall-clock time job j runs on
 accelerator type k; with space sharing also Y[p,k] in [0,1] for co-located pairs p.
 
 Constraints shared by every policy (``base_model``):

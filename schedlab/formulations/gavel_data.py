@@ -1,6 +1,6 @@
 """Arrays of a Gavel problem taken from an Instance, and the policy objectives evaluated on them.
 
-Notation (DESIGN.md §4): jobs j, accelerator types k, n_k GPUs of type k, N = sum_k n_k,
+Notation (docs/formulations/gavel.md): jobs j, accelerator types k, n_k GPUs of type k, N = sum_k n_k,
 s_j scale factor, w_j weight, T[j,k] throughput (steps/s of the whole job on s_j GPUs of type
 k), R_j remaining steps.  Space sharing adds co-located pairs p = {a, b} with throughputs
 Tc[p,k] = (steps/s of a, steps/s of b) while they share max(s_a, s_b) GPUs of type k.

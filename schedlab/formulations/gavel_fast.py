@@ -1,4 +1,4 @@
-r"""Exact fast paths for Gavel's max-min fairness LP (DESIGN.md §3 "Fast exact paths").
+r"""Exact fast paths for Gavel's max-min fairness LP (docs/fast_paths.md).
 
 The reference model (:class:`~schedlab.formulations.gavel.MaxMinFairness` with
 ``method="pyomo"``) has one variable per (job, type) and per (co-located pair, type) and one
