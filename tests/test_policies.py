@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -241,11 +242,17 @@ def test_fifo_is_non_preemptive_and_fastest_first() -> None:
     assert set(plan) == {Assignment("late", "k80"), Assignment("early", "v100")}
     state = make_state({"k80": 1}, [late, early], round_index=3)
     assert Fifo().decide(state) == [Assignment("late", "k80")]  # keeps its GPU
-    # agnostic: cluster order
+    # agnostic: Gavel's FIFO draws the type among those with room (types by name) with
+    # random.Random(seed); it used to take the cluster's first type, which is not what Gavel's
+    # FIFOPolicy does.  Random(0).randrange(2) = 1 -> "v100" (sorted: k80, v100).
     a = job("a", thr={"k80": 1.0, "v100": 2.0})
     state = make_state({"k80": 1, "v100": 1}, [a])
-    assert Fifo(heterogeneity_aware=False).decide(state) == [Assignment("a", "k80")]
+    assert random.Random(0).randrange(2) == 1
+    assert Fifo(heterogeneity_aware=False).decide(state) == [Assignment("a", "v100")]
     assert Fifo(heterogeneity_aware=True).decide(state) == [Assignment("a", "v100")]
+    # only one type with room: no choice
+    state = make_state({"k80": 1, "v100": 0}, [a])
+    assert Fifo(heterogeneity_aware=False).decide(state) == [Assignment("a", "k80")]
 
 
 def test_fifo_backfill_versus_strict() -> None:

@@ -692,7 +692,9 @@ class Fifo(GavelPolicy):
     """First in, first out: in arrival order each job takes a whole gang (X = 1) on the
     fastest type with s_j free GPUs (heterogeneity-aware) or on the first type in the
     cluster's order with free GPUs (agnostic).  Not an LP; ``objective`` is the number of
-    jobs running."""
+    jobs running and the status is ``feasible`` (a heuristic proves no optimum).  This is the
+    one-shot allocation; the online policies ``gavel.fifo_agnostic`` / ``fifo_agnostic`` are
+    :class:`schedlab.policies.fifo.Fifo` (Gavel's FIFO with its persistent job -> type map)."""
 
     description = "FIFO baseline: arrival order, fastest free accelerator first"
     needs_every_job = False
@@ -724,7 +726,8 @@ class Fifo(GavelPolicy):
         t0 = time.perf_counter()
         _, true = self.policy_data(instance)
         x = self.allocate(instance, true)
-        solution = self.new_solution(instance, Status.OPTIMAL)
+        # a heuristic: it proves nothing about any objective, so "feasible", never "optimal"
+        solution = self.new_solution(instance, Status.FEASIBLE)
         solution.solver = "none"
         self.finish(solution, instance, true, true, x, np.zeros(true.pair_allowed.shape))
         solution.timings = Timings(solve_s=time.perf_counter() - t0)

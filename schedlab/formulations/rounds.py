@@ -678,7 +678,7 @@ class _JobLike(Protocol):
     id: str
     scale_factor: int
     throughput: dict[str, float]
-    time_on: dict[str, float]
+    steps_done: float
 
 
 class GavelRoundState:
@@ -693,7 +693,9 @@ class GavelRoundState:
       ``job_time[j,k] += finish_j - round_start`` and ``worker_time[k]`` the same, where
       ``finish_j`` is its own finish (start + steps / T) and ``round_start`` is Gavel's
       ``current_round_start_time``: the end of the previous round that ran jobs (0 s before
-      the first), which after an idle gap lies before the real start.
+      the first), which after an idle gap lies before the real start.  A job's seconds are
+      read back as (steps done in the round) / T, so switch overheads (Gavel has none) are
+      not counted.
     * *Allocation and reset* (``_update_priorities`` -> ``_reset_time_run_so_far``,
       ``_compute_allocation``): the allocation is recomputed only at a reset, and a reset
       happens at a round start when a job arrived or finished since the last reset *and* at
@@ -748,7 +750,7 @@ class GavelRoundState:
         self.last_reset = 0.0
         self.need_update = False
         self.resets = 0
-        # what ran last round: (job, type index, time_on[k] before the round)
+        # what ran last round: (job, type index, steps done before the round)
         self._ran: list[tuple[_JobLike, int, float]] = []
         self._round_start = 0.0  # real start of the last round that ran jobs
         self._gavel_start = 0.0  # Gavel's current_round_start_time
@@ -803,7 +805,9 @@ class GavelRoundState:
         time, drop finished jobs, add arrivals; returns True when a reset is due (the caller
         then computes an allocation for ``active`` and calls :meth:`reset`)."""
         if self._ran:
-            held = [js.time_on.get(self.types[k], 0.0) - before for js, k, before in self._ran]
+            # seconds each job ran: its steps / T, computed as Gavel does (exact ties stay ties)
+            held = [(js.steps_done - before) / js.throughput[self.types[k]]
+                    for js, k, before in self._ran]
             end = self._round_start + max(held)
             if self._gavel_end is not None:
                 self._gavel_start = self._gavel_end
@@ -898,6 +902,6 @@ class GavelRoundState:
 
     def record(self, now: float, ran: Sequence[tuple[_JobLike, int]]) -> None:
         """The jobs placed in the round starting at ``now`` (to credit at the next round)."""
-        self._ran = [(js, k, js.time_on.get(self.types[k], 0.0)) for js, k in ran]
+        self._ran = [(js, k, js.steps_done) for js, k in ran]
         if ran:
             self._round_start = now

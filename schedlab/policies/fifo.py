@@ -21,7 +21,10 @@ import logging
 import random
 from collections.abc import Callable, Iterable, Sequence
 from itertools import pairwise
+from typing import Literal
 
+from schedlab.errors import InputError
+from schedlab.formulations.rounds import GavelRoundState
 from schedlab.policies.base import Policy
 from schedlab.policies.state import Assignment, ClusterState, JobState
 
@@ -168,20 +171,39 @@ def place_in_order(
 class Fifo(Policy):
     """First in, first out, non-preemptive.
 
-    Rule, each round:
+    Heterogeneity-aware (``fifo``), each round:
 
     1. every job that ran last round keeps its gang on the same type until it finishes (it
        never yields its GPUs, not even to an earlier job that is still waiting);
-    2. the waiting jobs, in arrival order (ties by id), each start on the first type of its
-       preference with ``scale_factor`` free GPUs.
+    2. the waiting jobs, in arrival order (ties by id), each start on its fastest type with
+       ``scale_factor`` free GPUs.
+
+    Type-blind (``fifo_agnostic``, the same policy as ``gavel.fifo_agnostic``): Gavel's FIFO
+    (its ``FIFOPolicy`` in base mode).  The policy keeps a job -> type map; a job keeps its type
+    until it finishes.  Each decision, in arrival order, the type of every job that finished
+    goes first to the head of the queue when its gang fits there; then the waiting jobs, in
+    arrival order, each take a type drawn uniformly (``random.Random(seed)``) among the types
+    with room for the whole gang where it can run (types listed by name, as Gavel sorts
+    them); the walk stops at the first job that fits nowhere (head-of-line blocking).
 
     Parameters:
 
-    * ``heterogeneity_aware`` -- True: a job starts on its fastest type with room (``fifo``);
-      False: types in cluster order (``fifo_agnostic``, type-blind).
+    * ``heterogeneity_aware`` -- see above.
     * ``backfill`` -- True: a waiting job that does not fit is skipped and later jobs may start
       (Tiresias' "fit job first"); False: nothing starts after the first job that does not fit
-      (strict FIFO).
+      (strict FIFO).  Default: True for ``fifo``, False for the type-blind FIFO (Gavel's).
+    * ``gavel_code_quirks`` (type-blind only) -- reproduce Gavel's code as written rather than
+      as intended (docs/policies.md, FIFO): the type drawn is not used; each job goes to the
+      *last* type, by name, that still has a free GPU, whether or not its gang fits there
+      (the allocation over-commits that type and Gavel's round mechanism time-shares it), and
+      a finished job's type goes to the head of the queue when the GPUs left before
+      subtracting the later running jobs would fit it.  Implies ``mechanism="gavel"``.
+    * ``mechanism`` (type-blind only) -- ``"schedlab"``: the allocation is brought up to date
+      every round and every allocated job runs; ``"gavel"``: Gavel's round mechanism
+      (:class:`~schedlab.formulations.rounds.GavelRoundState`: the allocation is recomputed
+      only at resets at least 1920 s apart, jobs run by Gavel's priorities); the simulator
+      reads this attribute and follows Gavel's step accounting too.
+    * ``seed`` -- the random stream of the type draws (default: the run's seed).
 
     Either way FIFO never starts a later job while an earlier waiting job would have fit: when
     a job's turn comes, it takes the GPUs before any later job is looked at.
@@ -190,14 +212,41 @@ class Fifo(Policy):
     name = "fifo"
     description = "first in, first out, non-preemptive (whole gangs, fastest type first)"
 
-    def __init__(self, *, heterogeneity_aware: bool = True, backfill: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        heterogeneity_aware: bool = True,
+        backfill: bool | None = None,
+        gavel_code_quirks: bool = False,
+        mechanism: Literal["schedlab", "gavel"] | None = None,
+        seed: int | None = None,
+    ) -> None:
         super().__init__()
+        if heterogeneity_aware and (gavel_code_quirks or mechanism == "gavel"):
+            raise InputError("gavel_code_quirks and mechanism='gavel' apply to the type-blind "
+                             "FIFO (heterogeneity_aware=False)", field="heterogeneity_aware")
+        if mechanism not in (None, "schedlab", "gavel"):
+            raise InputError(f"mechanism must be 'schedlab' or 'gavel', got {mechanism!r}",
+                             field="mechanism")
+        if gavel_code_quirks and mechanism == "schedlab":
+            raise InputError("gavel_code_quirks over-commits GPUs and needs mechanism='gavel'",
+                             field="mechanism")
         self.heterogeneity_aware = heterogeneity_aware
-        self.backfill = backfill
+        self.backfill = heterogeneity_aware if backfill is None else backfill
+        self.gavel_code_quirks = gavel_code_quirks
+        self.mechanism: Literal["schedlab", "gavel"] = (
+            mechanism or ("gavel" if gavel_code_quirks else "schedlab"))
+        self.seed = seed
+        self._allocation: dict[str, str] = {}  # job -> type, in allocation order
+        self._rank: dict[str, int] = {}  # arrival rank of every job seen
+        self._rng = random.Random(0)
+        self._rounds: GavelRoundState | None = None
 
     def decide(self, state: ClusterState) -> list[Assignment]:
         """Keep the running jobs, then start waiting jobs in arrival order."""
         self.decisions += 1
+        if not self.heterogeneity_aware:
+            return self._decide_gavel_fifo(state)
         free = FreeGpus(state)
         out, waiting = keep_running(state, free)
 
@@ -206,6 +255,92 @@ class Fifo(Policy):
 
         out += place_in_order(waiting, free, preference, backfill=self.backfill)
         return out
+
+    # the type-blind FIFO (Gavel's) -------------------------------------------------------
+    def _decide_gavel_fifo(self, state: ClusterState) -> list[Assignment]:
+        if state.round_index == 0:  # a new run
+            self._allocation = {}
+            self._rank = {}
+            self._rng = random.Random(state.seed if self.seed is None else self.seed)
+            self._rounds = None
+            if self.mechanism == "gavel":
+                types = state.cluster.types
+                self._rounds = GavelRoundState(
+                    types, [state.cluster.accelerators[k].count for k in types],
+                    state.round_s, shuffle_types=True, seed=state.seed,
+                    skip_zero_priority=True)
+        rank = self._rank
+        for job in state.active:
+            if job.id not in rank:
+                rank[job.id] = len(rank)
+        rounds = self._rounds
+        if rounds is None:
+            self._allocate(state)
+            allocation = self._allocation
+            return [Assignment(job.id, allocation[job.id]) for job in state.active
+                    if job.id in allocation]
+        if rounds.observe(state.now, state.active):
+            self._allocate(state)
+            types = rounds.types
+            rows = {job.id: [1.0 if self._allocation.get(job.id) == k else 0.0 for k in types]
+                    for job in state.active}
+            rounds.reset(state.now, rows)
+        run, _ = rounds.choose()
+        by_id = {job.id: job for job in state.active}
+        rounds.record(state.now, [(by_id[job_id], k) for job_id, k in run])
+        return [Assignment(job_id, rounds.types[k]) for job_id, k in run]
+
+    def _allocate(self, state: ClusterState) -> None:
+        """Bring the job -> type map up to date (Gavel's ``FIFOPolicy.get_allocation``)."""
+        quirks = self.gavel_code_quirks
+        allocation = self._allocation
+        rank = self._rank
+        active = {job.id: job for job in state.active}
+        available = dict(state.gpus)
+        for job in state.active:  # a job handed over while running keeps its type
+            if job.id not in allocation and was_running(job, state) \
+                    and job.last_accelerator in available:
+                allocation[job.id] = job.last_accelerator
+        queue = sorted((job for job in state.active if job.id not in allocation),
+                       key=lambda job: rank[job.id])
+        ordered = sorted(allocation, key=rank.__getitem__)
+        if not quirks:  # the GPUs the running jobs hold, before any replacement
+            for job_id in ordered:
+                if job_id in active:
+                    available[allocation[job_id]] -= active[job_id].scale_factor
+        for job_id in ordered:
+            k = allocation[job_id]
+            if job_id in active:
+                if quirks:  # Gavel subtracts a running job only when the walk reaches it
+                    available[k] -= active[job_id].scale_factor
+                continue
+            if queue:  # a finished job's type goes to the head of the queue
+                head = queue[0]
+                if head.scale_factor <= available[k] and head.throughput.get(k, 0.0) > 0:
+                    queue.pop(0)
+                    allocation[head.id] = k
+                    available[k] -= head.scale_factor
+            del allocation[job_id]
+        types = sorted(k for k, n in available.items() if n > 0)
+        position = 0
+        while position < len(queue) and types:
+            job = queue[position]
+            position += 1
+            size = job.scale_factor
+            with_room = [i for i, k in enumerate(types) if available[k] >= size
+                         and (quirks or job.throughput.get(k, 0.0) > 0)]
+            if not with_room:
+                if self.backfill and not quirks:
+                    continue
+                break
+            index = self._rng.randrange(len(with_room))
+            k = types[-1] if quirks else types[with_room[index]]
+            if job.throughput.get(k, 0.0) <= 0:
+                continue
+            allocation[job.id] = k
+            available[k] -= size
+            if available[k] == 0:
+                types.pop(with_room[index])  # quirks: the drawn type, not necessarily k
 
 
 class RandomOrder(Policy):

@@ -764,12 +764,32 @@ class GavelPolicy(Policy):
 # ------------------------------------------------------------------------ registration
 
 
+#: Gavel formulations whose online policy is a list policy of its own, not the adapter: the
+#: type-blind FIFO needs no LP, and ``fifo_agnostic`` is the same policy (one implementation).
+GAVEL_POLICY_ALIASES: dict[str, tuple[str, str, dict[str, object]]] = {
+    "gavel.fifo_agnostic": (
+        "schedlab.policies.fifo:Fifo",
+        "Gavel's FIFO: type-blind, arrival order, a job keeps its type, head-of-line blocking "
+        "(same policy as fifo_agnostic)",
+        {"heterogeneity_aware": False}),
+    "gavel.fifo_agnostic_quirks": (
+        "schedlab.policies.fifo:Fifo",
+        "Gavel's FIFO as its code runs (gavel_code_quirks=True, Gavel's round mechanism): "
+        "reproduces Gavel's published FIFO numbers",
+        {"heterogeneity_aware": False, "gavel_code_quirks": True}),
+}
+
+
 def register_gavel_policies() -> None:
-    """Register every Gavel formulation as a policy of the same name."""
+    """Register every Gavel formulation as a policy of the same name (the adapter), except
+    the names of :data:`GAVEL_POLICY_ALIASES`, which name list policies."""
     for name, entry in formulations().items():
-        if issubclass(entry.cls, gavel_formulations.GavelPolicy):
+        if issubclass(entry.cls, gavel_formulations.GavelPolicy) \
+                and name not in GAVEL_POLICY_ALIASES:
             register_policy(name, GavelPolicy, f"Gavel adapter: {entry.description}",
                             formulation=name)
+    for name, (factory, description, defaults) in GAVEL_POLICY_ALIASES.items():
+        register_policy(name, factory, description, **defaults)
 
 
 register_gavel_policies()
