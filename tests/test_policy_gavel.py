@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 import schedlab
 from schedlab.errors import InputError, UnknownNameError
 from schedlab.formulations.rounds import RoundMechanism, choose_by_priority
-from schedlab.instance import Instance, instance_from_dict
+from schedlab.instance import AcceleratorPool, Cluster, Instance, instance_from_dict
 from schedlab.policies.gavel import GavelPolicy, MaxMinClassLP
 from schedlab.policies.registry import get_policy, policies
-from schedlab.policies.state import Assignment, ClusterState
+from schedlab.policies.state import Assignment, ClusterState, JobState
 from schedlab.registry import formulations
 from schedlab.simulator import jobs_from_instance, simulate
 from schedlab.workloads.gavel import generate_gavel_instance, small_six_jobs_instance
@@ -347,3 +347,40 @@ def test_a_policy_object_can_run_twice() -> None:
     second = simulate(instance, policy=policy)
     assert first.to_dataframe().equals(second.to_dataframe())
     assert first.solves == second.solves and first.decisions == second.decisions
+
+
+def test_isolated_time_accumulates_as_gavel_does() -> None:
+    # Cluster 2 v100 + 1 k80 (N = 3).  a: s = 1, T = (4, 2); b: s = 2, T = (6, -) (its gang
+    # does not fit the single k80).  Gavel's isolated share, m = 2 jobs:
+    #   a: n_k / (m s) = (1, 0.5), row sum 1.5 -> (2/3, 1/3): T_iso = 4 (2/3) + 2 (1/3) = 10/3
+    #   b: (0.5, 0.25), row sum 0.75 <= 1: T_iso = 6 (0.5) = 3   (the old T_eq min(1, N/S)
+    #      gave 6 (2/3) = 4 for b)
+    # Decision 1 (t = 0): both new, t_iso = 0.  Then a runs 20 steps, b 12.
+    # Decision 2: a 0 + 20 / (10/3) = 6 s; b 0 + 12 / 3 = 4 s.  b finishes; a runs 10 more.
+    # Decision 3 (a alone, m = 1: share (2, 1) / 3 -> T_iso = 10/3): a 6 + 10 / (10/3) = 9 s.
+    cluster = Cluster(accelerators={"v100": AcceleratorPool(count=2),
+                                    "k80": AcceleratorPool(count=1)})
+    a = JobState(id="a", arrival=0.0, scale_factor=1, total_steps=1000.0,
+                 throughput={"v100": 4.0, "k80": 2.0})
+    b = JobState(id="b", arrival=0.0, scale_factor=2, total_steps=1000.0,
+                 throughput={"v100": 6.0})
+
+    def state(now: float, active: list[JobState]) -> ClusterState:
+        return ClusterState(now=now, round_index=0, round_s=360.0, cluster=cluster,
+                            active=active, finished=[])
+
+    policy = GavelPolicy("gavel.finish_time_fairness")
+    first = state(0.0, [a, b])
+    assert policy.isolated_throughputs(first) == pytest.approx({"a": 10 / 3, "b": 3.0})
+    policy._advance_isolated_time(first)
+    assert [j.isolated_time_s for j in policy.instance_from_state(first).jobs] == [0.0, 0.0]
+    a.steps_done, b.steps_done = 20.0, 12.0
+    second = state(360.0, [a, b])
+    policy._advance_isolated_time(second)
+    iso = {j.id: j.isolated_time_s for j in policy.instance_from_state(second).jobs}
+    assert iso == pytest.approx({"a": 6.0, "b": 4.0})
+    a.steps_done = 30.0
+    third = state(720.0, [a])
+    assert policy.isolated_throughputs(third) == pytest.approx({"a": 10 / 3})
+    policy._advance_isolated_time(third)
+    assert policy.instance_from_state(third).jobs[0].isolated_time_s == pytest.approx(9.0)
