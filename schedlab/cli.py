@@ -624,6 +624,10 @@ def _add_simulation_commands(sub: Any, common: argparse.ArgumentParser) -> None:
                       "so seeds then only change randomized policies")
     work.add_argument("--round-s", type=_positive_float, metavar="S",
                       help="round length, seconds (default: 360, Gavel's)")
+    work.add_argument("--mechanism", choices=["schedlab", "gavel"], default="schedlab",
+                      help="round mechanism: schedlab's (default) or gavel, which follows "
+                      "Gavel's simulator (allocation recomputed only at its resets, its "
+                      "priorities and per-type queues, whole steps); see docs/simulator.md")
     run = shared.add_argument_group("running and output")
     run.add_argument("--workers", type=_positive_int, default=1, metavar="W",
                      help="simulations in parallel, in local processes (default: 1)")
@@ -751,7 +755,8 @@ def _run_simulations(args: argparse.Namespace, policies: list[str]) -> tuple[Any
     # Build the first job stream here: a bad trace fails now, with its own message.
     first = workload.build(args.seeds[0], loads[0], args.round_s)
     log.info("workload %s: %d jobs on %d GPUs", first.name, len(first.jobs), workload.gpus)
-    specs = sweep.plan_runs(policies, loads, args.seeds, workload, round_s=args.round_s)
+    specs = sweep.plan_runs(policies, loads, args.seeds, workload, round_s=args.round_s,
+                            mechanism=args.mechanism)
 
     with tempfile.TemporaryDirectory(prefix="schedlab-runs-") as scratch:
         folder = Path(args.runs_dir) if args.runs_dir else Path(scratch)

@@ -241,3 +241,23 @@ def test_compare_gavel_policies_on_a_file(capsys: pytest.CaptureFixture[str]) ->
         assert "jobs_per_hour=file" in line
         avg = dict(cell.split("=") for cell in line.split()[1:])["avg_jct_h"]
         assert float(avg) > 0
+
+
+def test_mechanism_option_reaches_the_policy_and_the_run_key(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, jobs_file: Path
+) -> None:
+    from schedlab.analysis import sweep
+
+    assert sweep._policy_for("gavel.max_min_fairness", "gavel").mechanism == "gavel"
+    assert sweep._policy_for("gavel.fifo_agnostic", "gavel").mechanism == "gavel"
+    assert sweep._policy_for("fifo", "gavel") is not None  # no mechanism of its own
+    spec = sweep.RunSpec(policy="fifo", jobs_per_hour=None, seed=0)
+    assert spec.key != sweep.RunSpec(policy="fifo", jobs_per_hour=None, seed=0,
+                                     mechanism="gavel").key
+    out_file = tmp_path / "runs.csv"
+    code, _, err = run(capsys, "simulate", "--policy", "gavel.max_min_fairness", "--mechanism",
+                       "gavel", "--workload", str(jobs_file), "--out", str(out_file))
+    assert code == 0, err
+    frame = pd.read_csv(out_file)
+    # Gavel's mechanism runs whole steps: every job finishes exactly its (whole) steps.
+    assert by_job(frame, "steps") == by_job(frame, "total_steps")

@@ -181,11 +181,17 @@ class RunSpec:
     seed: int
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
     round_s: float | None = None
+    #: round mechanism: ``schedlab`` or ``gavel`` (Gavel's simulator's; docs/simulator.md)
+    mechanism: str = "schedlab"
 
     @property
     def fingerprint(self) -> str:
-        """8 hex digits identifying the workload and round length (not policy, rate, seed)."""
-        text = repr((self.workload, self.round_s))
+        """8 hex digits identifying the workload, round length and (when not the default)
+        the mechanism; not policy, rate, seed."""
+        parts: tuple[object, ...] = (self.workload, self.round_s)
+        if self.mechanism != "schedlab":
+            parts = (*parts, self.mechanism)
+        text = repr(parts)
         return hashlib.sha256(text.encode()).hexdigest()[:8]
 
     @property
@@ -200,9 +206,11 @@ class RunSpec:
 
 
 def plan_runs(policies: Sequence[str], loads: Sequence[float | None], seeds: Sequence[int],
-              workload: WorkloadSpec, *, round_s: float | None = None) -> list[RunSpec]:
+              workload: WorkloadSpec, *, round_s: float | None = None,
+              mechanism: str = "schedlab") -> list[RunSpec]:
     """Every (policy, load, seed) combination, in that nesting order."""
-    return [RunSpec(policy=p, jobs_per_hour=load, seed=s, workload=workload, round_s=round_s)
+    return [RunSpec(policy=p, jobs_per_hour=load, seed=s, workload=workload, round_s=round_s,
+                    mechanism=mechanism)
             for p, load, s in product(policies, loads, seeds)]
 
 
@@ -234,18 +242,36 @@ def check_policies(names: Iterable[str]) -> None:
         get_policy(name)
 
 
+def _policy_for(name: str, mechanism: str) -> Any:
+    """The policy ``name``; with Gavel's mechanism, policies that implement their own part of
+    it (the Gavel LP policies, Gavel's type-blind FIFO) are made with ``mechanism="gavel"``;
+    the others keep their own rules and get Gavel's step accounting from the simulator."""
+    import inspect
+
+    from schedlab.policies.registry import get_policy
+
+    policy = get_policy(name)
+    if mechanism != "schedlab" and "mechanism" in inspect.signature(type(policy)).parameters:
+        try:
+            policy = get_policy(name, mechanism=mechanism)
+        except InputError as exc:
+            log.info("policy %s has no %s mechanism of its own (%s); it keeps its rules",
+                     name, mechanism, exc)
+    return policy
+
+
 def simulate_run(spec: RunSpec) -> RunOutput:
     """Build the run's instance, simulate it under its policy, return the per-job table.
 
     The seed drives the workload (job stream) and is handed to the policy
     (``ClusterState.seed``), so every policy of a comparison sees the same jobs.
     """
-    from schedlab.policies.registry import get_policy
     from schedlab.simulator.engine import simulate
 
     instance = spec.workload.build(spec.seed, spec.jobs_per_hour, spec.round_s)
-    policy = get_policy(spec.policy)
-    result = simulate(instance, policy=policy, round_s=instance.params.round_s, seed=spec.seed)
+    policy = _policy_for(spec.policy, spec.mechanism)
+    result = simulate(instance, policy=policy, round_s=instance.params.round_s, seed=spec.seed,
+                      mechanism=spec.mechanism)  # type: ignore[arg-type]
     return RunOutput(
         jobs=result.to_dataframe(),
         solver_time_s=float(result.solver_time_s),

@@ -1,9 +1,9 @@
 """Arrays of a Gavel problem taken from an Instance, and the policy objectives evaluated on them.
 
-Notation (docs/formulations/gavel.md): jobs j, accelerator types k, n_k GPUs of type k, N = sum_k n_k,
-s_j scale factor, w_j weight, T[j,k] throughput (steps/s of the whole job on s_j GPUs of type
-k), R_j remaining steps.  Space sharing adds co-located pairs p = {a, b} with throughputs
-Tc[p,k] = (steps/s of a, steps/s of b) while they share max(s_a, s_b) GPUs of type k.
+Notation (docs/formulations/gavel.md): jobs j, accelerator types k, n_k GPUs of type k,
+N = sum_k n_k, s_j scale factor, w_j weight, T[j,k] throughput (steps/s of the whole job on s_j
+GPUs of type k), R_j remaining steps.  Space sharing adds co-located pairs p = {a, b} with
+throughputs Tc[p,k] = (steps/s of a, steps/s of b) while they share max(s_a, s_b) GPUs of type k.
 
 A job may run on type k only when it has a throughput there and its gang fits (s_j <= n_k);
 elsewhere X[j,k] is fixed to 0 (``allowed``).

@@ -1,4 +1,4 @@
-"""Round-based, event-driven cluster simulator that drives any policy (DESIGN.md §5).
+"""Round-based, event-driven cluster simulator that drives any policy (docs/simulator.md).
 
 ``simulate(jobs_or_instance, cluster, policy, round_s=360, mode="continuous")`` returns a
 :class:`SimulationResult` with per-job records (``to_dataframe()``) and per-round placements.

@@ -1,4 +1,4 @@
-r"""The round-based, event-driven cluster simulator (DESIGN.md §5).
+r"""The round-based, event-driven cluster simulator (docs/simulator.md).
 
 The simulator owns time and state; a policy only decides; placement is its own step.  One
 call of :func:`simulate` runs one policy over one workload:
