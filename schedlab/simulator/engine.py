@@ -446,15 +446,7 @@ def _advance(
             overhead = 0.0
             steps = thr * length
         else:  # new GPUs: a migration, unless it is the job's first start
-            overhead = 0.0
-            job_id = js.id
-            if js.last_accelerator is not None:
-                overhead = min(js.switch_overhead_s, length)
-                js.migrations += 1
-                overhead_paid[job_id] = overhead_paid.get(job_id, 0.0) + overhead
-            js.last_accelerator = acc
-            js.last_gpu_ids = mask_ids(job_mask)
-            last_mask[job_id] = job_mask
+            overhead = _move(js, acc, job_mask, length, last_mask, overhead_paid)
             steps = thr * (length - overhead)
         total_steps = js.total_steps
         left = total_steps - js.steps_done
@@ -473,16 +465,37 @@ def _advance(
             end = round_end
             js.steps_done += steps
             add_still(js)
-        js.time_on[acc] += held
-        js.executed_s += held
-        js.attained_service_s += held * js.scale_factor
-        js.rounds_run += 1
-        if js.start_time is None:
-            js.start_time = now
-        js.last_round_run = round_index
+        _credit(js, acc, held, now, round_index)
         add_run(new_run(RunRecord, (js.id, acc, job_mask, None if mate is None else mate.id,
                                     overhead, end)))
     return last_end
+
+
+def _move(js: JobState, acc: str, job_mask: int, length: float, last_mask: dict[str, int],
+          overhead_paid: dict[str, float]) -> float:
+    """Record that ``js`` runs on new GPUs ``job_mask`` of ``acc``; returns the switch
+    overhead it pays this round (0 at its first start, else a migration)."""
+    overhead = 0.0
+    job_id = js.id
+    if js.last_accelerator is not None:
+        overhead = min(js.switch_overhead_s, length)
+        js.migrations += 1
+        overhead_paid[job_id] = overhead_paid.get(job_id, 0.0) + overhead
+    js.last_accelerator = acc
+    js.last_gpu_ids = mask_ids(job_mask)
+    last_mask[job_id] = job_mask
+    return overhead
+
+
+def _credit(js: JobState, acc: str, held: float, now: float, round_index: int) -> None:
+    """Account ``held`` seconds on ``acc`` to ``js`` in the round that started at ``now``."""
+    js.time_on[acc] += held
+    js.executed_s += held
+    js.attained_service_s += held * js.scale_factor
+    js.rounds_run += 1
+    if js.start_time is None:
+        js.start_time = now
+    js.last_round_run = round_index
 
 
 def _advance_gavel(
@@ -508,14 +521,7 @@ def _advance_gavel(
     for (js, thr, mate), job_mask, prev in zip(units, masks, previous, strict=True):
         overhead = 0.0
         if prev != job_mask:
-            job_id = js.id
-            if js.last_accelerator is not None:
-                overhead = min(js.switch_overhead_s, length)
-                js.migrations += 1
-                overhead_paid[job_id] = overhead_paid.get(job_id, 0.0) + overhead
-            js.last_accelerator = acc
-            js.last_gpu_ids = mask_ids(job_mask)
-            last_mask[job_id] = job_mask
+            overhead = _move(js, acc, job_mask, length, last_mask, overhead_paid)
         left = js.total_steps - js.steps_done
         # whole steps (at least one, so a job slower than a step a round still moves)
         steps = min(max(float(math.floor(thr * (length - overhead))), 1.0), left)
@@ -530,13 +536,7 @@ def _advance_gavel(
             still.append(js)
         if end > last_end:
             last_end = end
-        js.time_on[acc] += held
-        js.executed_s += held
-        js.attained_service_s += held * js.scale_factor
-        js.rounds_run += 1
-        if js.start_time is None:
-            js.start_time = now
-        js.last_round_run = round_index
+        _credit(js, acc, held, now, round_index)
         runs.append(RunRecord(js.id, acc, job_mask, None if mate is None else mate.id,
                               overhead, end))
     return last_end
