@@ -154,3 +154,23 @@ def test_no_solver_log_lines_between_solves(capfd: pytest.CaptureFixture[str]) -
     schedlab.solve(inst, "gavel.hierarchical_fifo")
     out, err = capfd.readouterr()
     assert "HiGHS" not in out + err and "changeCoeff" not in out + err
+
+
+def test_simulation_counts_failed_solves(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Gavel LP policy whose solve finds nothing falls back to priority order; the run
+    counts every such solve instead of hiding it."""
+    from schedlab.formulations.gavel import FinishTimeFairness
+    from schedlab.policies.registry import get_policy
+    from schedlab.simulator.engine import simulate
+
+    inst = instance()
+    honest = simulate(inst, policy=get_policy("gavel.finish_time_fairness"))
+    assert honest.failed_solves == 0 and honest.solves > 0
+
+    def nothing(self: FinishTimeFairness, instance: Instance, options: Any = None) -> Any:
+        return self.infeasible_solution(instance, "sabotaged")
+
+    monkeypatch.setattr(FinishTimeFairness, "solve", nothing)
+    result = simulate(inst, policy=get_policy("gavel.finish_time_fairness"))
+    assert result.failed_solves == result.solves > 0
+    assert result.summary()["failed_solves"] == result.failed_solves

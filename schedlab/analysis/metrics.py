@@ -27,6 +27,8 @@ DEFAULT_UNFAIR_THRESHOLD = 1.05
 #: Column names of run-level values that sweep result files repeat on every row.
 RUN_SOLVER_TIME = "run_solver_time_s"
 RUN_DECISIONS = "run_decisions"
+#: per-run column: solves that found no solution (the policy fell back then)
+RUN_FAILED_SOLVES = "run_failed_solves"
 RUN_BUSY_GPU_SECONDS = "run_busy_gpu_s"
 
 Contention = Literal["static", "dynamic"]

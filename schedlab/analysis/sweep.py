@@ -229,6 +229,7 @@ class RunOutput:
     solver_time_s: float = 0.0
     decisions: int = 0
     busy_gpu_seconds: float | None = None
+    failed_solves: int = 0
 
 
 Runner = Callable[[RunSpec], RunOutput]
@@ -276,6 +277,7 @@ def simulate_run(spec: RunSpec) -> RunOutput:
         jobs=result.to_dataframe(),
         solver_time_s=float(result.solver_time_s),
         decisions=int(result.decisions),
+        failed_solves=int(result.failed_solves),
         busy_gpu_seconds=float(sum(result.busy_gpu_seconds().values())),
     )
 
@@ -294,6 +296,7 @@ def _execute(spec: RunSpec, out_dir: str, fmt: str, runner: Runner) -> tuple[str
     frame["run_workload"] = spec.fingerprint
     frame[metrics.RUN_SOLVER_TIME] = output.solver_time_s
     frame[metrics.RUN_DECISIONS] = output.decisions
+    frame[metrics.RUN_FAILED_SOLVES] = output.failed_solves
     frame[metrics.RUN_BUSY_GPU_SECONDS] = (math.nan if output.busy_gpu_seconds is None
                                            else output.busy_gpu_seconds)
     frame["run_wall_s"] = wall

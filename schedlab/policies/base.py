@@ -23,6 +23,7 @@ class Policy(ABC):
         self.solver_time_s = 0.0  # seconds spent in optimization solvers
         self.solves = 0  # optimization problems solved
         self.decisions = 0  # rounds decided
+        self.failed_solves = 0  # solves that found no solution (the policy fell back)
 
     @abstractmethod
     def decide(self, state: ClusterState) -> list[Assignment]:

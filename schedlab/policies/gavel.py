@@ -543,7 +543,8 @@ class GavelPolicy(Policy):
         self._target[rows] = 0.0
         self._pairs = []
         if not solution.status.has_solution:
-            log.warning("%s: %s at t = %.6g s (%s); running jobs by priority 0 only",
+            self.failed_solves += 1
+            log.warning("%s: %s at t = %.6g s (%s); fallback: running jobs by priority 0 only",
                         self.formulation, solution.status.value, state.now,
                         "; ".join(solution.diagnostics) or "no diagnostics")
             self.last_objective = None

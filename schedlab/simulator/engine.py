@@ -792,7 +792,7 @@ def _run(
     records = [_job_record(js, cluster, overhead_paid.get(js.id, 0.0)) for js in pending]
     log.info("%s: %d rounds, %d/%d jobs finished, %.3f s wall (%.3f s deciding)", name,
              round_index, len(finished), total, wall, decide_s)
-    return SimulationResult(
+    result = SimulationResult(
         policy=name,
         mode=mode,
         round_s=length,
@@ -802,11 +802,16 @@ def _run(
         solver_time_s=_counters(policy)[0] - counters0[0],
         solves=int(_counters(policy)[1] - counters0[1]),
         decisions=int(_counters(policy)[2] - counters0[2]),
+        failed_solves=int(_counters(policy)[3] - counters0[3]),
         decide_time_s=decide_s,
         wall_s=wall,
         end_time=now,
         stopped=stopped,
     )
+    if result.failed_solves:
+        log.warning("%s: %d of %d solves found no solution; the policy fell back then",
+                    name, result.failed_solves, result.solves)
+    return result
 
 
 def _pair_members(
@@ -830,10 +835,11 @@ def _pair_members(
     return out_units, out_masks
 
 
-def _counters(policy: Policy) -> tuple[float, float, float]:
-    """(solver seconds, solves, decisions) of a policy so far (a run reports its own share)."""
+def _counters(policy: Policy) -> tuple[float, float, float, float]:
+    """(solver seconds, solves, decisions, failed solves) of a policy so far (a run reports
+    its own share)."""
     return (float(getattr(policy, "solver_time_s", 0.0)), float(getattr(policy, "solves", 0)),
-            float(getattr(policy, "decisions", 0)))
+            float(getattr(policy, "decisions", 0)), float(getattr(policy, "failed_solves", 0)))
 
 
 def _finish_key(js: JobState) -> float:

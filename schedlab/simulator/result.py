@@ -106,7 +106,8 @@ class SimulationResult:
     """Records of one simulated run of ``policy`` on a workload.
 
     ``jobs`` in arrival order; ``rounds`` in time order; ``gpus`` = n_k per type;
-    ``solver_time_s``/``solves``/``decisions`` are the policy's counters at the end;
+    ``solver_time_s``/``solves``/``decisions``/``failed_solves`` are the policy's counters
+    at the end;
     ``decide_time_s`` is wall time inside ``policy.decide``; ``wall_s`` the whole run;
     ``end_time`` the simulated time when the run stopped (s); ``stopped`` says why
     (``"all jobs finished"`` or ``"max_rounds"``).
@@ -121,6 +122,8 @@ class SimulationResult:
     solver_time_s: float = 0.0
     solves: int = 0
     decisions: int = 0
+    #: solves that found no solution, after which the policy fell back (never hidden)
+    failed_solves: int = 0
     decide_time_s: float = 0.0
     wall_s: float = 0.0
     end_time: float = 0.0
@@ -176,6 +179,7 @@ class SimulationResult:
             "solver_time_s": self.solver_time_s,
             "solves": self.solves,
             "decisions": self.decisions,
+            "failed_solves": self.failed_solves,
             "decide_time_s": self.decide_time_s,
             "wall_s": self.wall_s,
             "stopped": self.stopped,
