@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -29,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from schedlab.atomic import write_bytes_atomic
 from schedlab.errors import InputError
 
 INSTANCE_SCHEMA = "schedlab/instance@1"
@@ -423,33 +422,16 @@ def load_instance(path: str | Path) -> Instance:
 
 def write_json_atomic(path: str | Path, payload: Any, *, indent: int | None = 2) -> None:
     """Write JSON to a temporary file in the same folder, then rename (never half-written)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(payload, fh, indent=indent, allow_nan=False)
-            fh.write("\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    text = json.dumps(payload, indent=indent, allow_nan=False) + "\n"
+    write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def save_instance(instance: Instance, path: str | Path) -> None:
     """Write an instance as JSON (or YAML for ``.yaml``/``.yml``), atomically."""
     target = Path(path)
     if target.suffix.lower() in {".yaml", ".yml"}:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                yaml.safe_dump(instance.to_dict(), fh, sort_keys=False)
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        text = yaml.safe_dump(instance.to_dict(), sort_keys=False)
+        write_bytes_atomic(target, text.encode("utf-8"))
         return
     write_json_atomic(target, instance.to_dict())
 

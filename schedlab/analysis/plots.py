@@ -13,8 +13,6 @@ schedlab works without it.
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from schedlab.analysis.metrics import job_completion_times
+from schedlab.atomic import atomic_path
 from schedlab.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -51,16 +50,8 @@ def _save(fig: Any, path: str | Path, dpi: int) -> Path:
     target = Path(path)
     if target.suffix.lower() != ".png":
         raise InputError("plots are written as PNG; name the file *.png", file=str(target))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".png", dir=target.parent)
-    os.close(fd)
-    try:
+    with atomic_path(target, suffix=".png") as tmp:
         fig.savefig(tmp, dpi=dpi, bbox_inches="tight")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     log.info("wrote %s", target)
     return target
 

@@ -23,9 +23,7 @@ import hashlib
 import importlib.util
 import logging
 import math
-import os
 import re
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -37,6 +35,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from schedlab.analysis import metrics
+from schedlab.atomic import atomic_path
 from schedlab.errors import InputError
 from schedlab.instance import Instance
 from schedlab.workloads.instance_jobs import InstanceFile
@@ -315,19 +314,11 @@ def write_frame_atomic(frame: pd.DataFrame, path: str | Path) -> None:
     if suffix == ".parquet" and not has_pyarrow():
         raise InputError("writing Parquet needs pyarrow (pip install pyarrow); or use .csv",
                          file=str(target))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    try:
+    with atomic_path(target, suffix=".tmp") as tmp:
         if suffix == ".parquet":
             frame.to_parquet(tmp, index=False)
         else:
             frame.to_csv(tmp, index=False)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def read_frame(path: str | Path) -> pd.DataFrame:

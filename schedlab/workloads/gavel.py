@@ -27,8 +27,6 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +34,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from schedlab.atomic import write_bytes_atomic
 from schedlab.errors import InputError
 from schedlab.instance import (
     INSTANCE_SCHEMA,
@@ -400,19 +399,6 @@ def compact_instance_dict(
     return out
 
 
-def _write_atomic(target: Path, payload: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; example files are meant to be shared
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def save_instance_compact(instance: Instance, path: str | Path) -> None:
     """Write ``instance`` without default-valued fields, atomically.
 
@@ -430,7 +416,7 @@ def save_instance_compact(instance: Instance, path: str | Path) -> None:
         payload = gzip.compress(text.encode(), compresslevel=9, mtime=0)
     else:
         payload = (json.dumps(data, indent=1, allow_nan=False) + "\n").encode()
-    _write_atomic(target, payload)
+    write_bytes_atomic(target, payload)
 
 
 def example_instances() -> dict[str, Instance]:
