@@ -30,6 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 from schedlab import __version__
+from schedlab.defaults import UNFAIR_THRESHOLD
 from schedlab.errors import InputError, SchedlabError
 
 log = logging.getLogger("schedlab.cli")
@@ -638,8 +639,9 @@ def _add_simulation_commands(sub: Any, common: argparse.ArgumentParser) -> None:
                      "(resume an interrupted sweep); default: a temporary folder")
     run.add_argument("--plots", metavar="DIR",
                      help="write jct_cdf.png (and jct_vs_load.png with several rates) here")
-    run.add_argument("--unfair-threshold", type=_positive_float, default=1.05, metavar="T",
-                     help="a job with finish-time fairness rho > T is unfair (default: 1.05)")
+    run.add_argument("--unfair-threshold", type=_positive_float, default=UNFAIR_THRESHOLD,
+                     metavar="T", help="a job with finish-time fairness rho > T is unfair "
+                     "(default: %(default)s)")
 
     simulate = sub.add_parser(
         "simulate", parents=[common, shared], help="simulate an online policy on a workload",

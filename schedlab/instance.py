@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from schedlab.atomic import write_bytes_atomic
+from schedlab.defaults import ROUND_S, UNFAIR_THRESHOLD
 from schedlab.errors import InputError
 
 INSTANCE_SCHEMA = "schedlab/instance@1"
@@ -169,14 +170,14 @@ class Job(_Strict):
 class Params(_Strict):
     """Scheduling parameters shared by formulations (each documents which it reads)."""
 
-    round_s: PosFloat = Field(default=360.0, description="round length, s")
+    round_s: PosFloat = Field(default=ROUND_S, description="round length, s")
     num_rounds: Annotated[int, Field(ge=0, le=100_000)] = Field(
         default=20, description="rounds produced by the round mechanism (0: none)"
     )
     window_rounds: PosInt | None = Field(default=None, description="planning window (Shockwave)")
     time_limit_s: PosFloat | None = None
     mip_gap: NonNegFloat | None = None
-    unfair_threshold: PosFloat = 1.05
+    unfair_threshold: PosFloat = UNFAIR_THRESHOLD
     fairness_tolerance: PosFloat = Field(
         default=1e-6, description="relative tolerance of bisection-based formulations"
     )

@@ -20,10 +20,11 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from schedlab.defaults import UNFAIR_THRESHOLD
 from schedlab.errors import InputError
 
 #: Shockwave's threshold: a job with rho > 1.05 counts as treated unfairly.
-DEFAULT_UNFAIR_THRESHOLD = 1.05
+DEFAULT_UNFAIR_THRESHOLD = UNFAIR_THRESHOLD
 #: Column names of run-level values that sweep result files repeat on every row.
 RUN_SOLVER_TIME = "run_solver_time_s"
 RUN_DECISIONS = "run_decisions"

@@ -65,6 +65,7 @@ from dataclasses import replace
 from operator import attrgetter
 from typing import Literal, NamedTuple
 
+from schedlab.defaults import ROUND_S
 from schedlab.errors import InputError, SchedlabError
 from schedlab.instance import Cluster, Instance
 from schedlab.policies.base import Policy
@@ -89,7 +90,7 @@ Mechanism = Literal["schedlab", "gavel"]
 #: Remaining steps below this fraction of total_steps count as done (float dust).
 FINISH_TOLERANCE = 1e-9
 #: Default round length, s (Gavel's).
-DEFAULT_ROUND_S = 360.0
+DEFAULT_ROUND_S = ROUND_S
 
 
 class InvalidDecisionError(SchedlabError):

@@ -35,6 +35,7 @@ import numpy as np
 import yaml
 
 from schedlab.atomic import write_bytes_atomic
+from schedlab.defaults import ROUND_S
 from schedlab.errors import InputError
 from schedlab.instance import (
     INSTANCE_SCHEMA,
@@ -63,7 +64,7 @@ GAVEL_SLO_FACTORS: tuple[float, ...] = (1.2, 2.0, 10.0)
 #: Durations are defined on this accelerator type (total_steps = duration x its throughput).
 REFERENCE_ACCELERATOR = "v100"
 #: Gavel's round length, s.
-GAVEL_ROUND_S = 360.0
+GAVEL_ROUND_S = ROUND_S
 
 _STREAMS = ("scale_factor", "job_type", "duration", "arrival", "priority", "slo", "colocation")
 

@@ -65,6 +65,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from schedlab.defaults import ROUND_S
 from schedlab.errors import InputError
 from schedlab.instance import (
     INSTANCE_SCHEMA,
@@ -87,7 +88,7 @@ DEFAULT_MAX_SCALE_FACTOR = 8
 #: Durations are taken as run times on this accelerator type (Gavel's reference).
 REFERENCE_ACCELERATOR = "v100"
 #: Round length written into the instance's params, s (Gavel's).
-DEFAULT_ROUND_S = 360.0
+DEFAULT_ROUND_S = ROUND_S
 #: Default cluster: the Gavel paper's 36 V100 + 36 P100 + 36 K80.
 DEFAULT_CLUSTER: Mapping[str, int] = {"v100": 36, "p100": 36, "k80": 36}
 

@@ -1,0 +1,16 @@
+"""Default numbers used across the package, each defined once, with its reason.
+
+Workloads of papers with other values write theirs into the instances they make
+(``params.round_s``); formulations, policies and the simulator read the instance, and fall
+back on these only where an instance says nothing.
+"""
+
+from __future__ import annotations
+
+#: Round length, s: Gavel's (OSDI'20) 6-minute rounds, the length its simulator and policies
+#: use.  Shockwave and Titan use 120 s rounds; their workloads write that into their instances.
+ROUND_S = 360.0
+
+#: A job is treated unfairly when its finish-time fairness rho exceeds this: Shockwave's
+#: threshold (NSDI'23 counts jobs with rho > 1.05 in its "unfair fraction").
+UNFAIR_THRESHOLD = 1.05
