@@ -419,32 +419,34 @@ class GavelPolicy(Policy):
             self._cluster = state.cluster
         if self._gavel is not None:
             return self._decide_gavel(state, self._gavel)
-        if state.job_set_version != self._seen_version or len(state.active) != len(self._ids):
-            self._sync_jobs(state)
+        self._sync_if_changed(state)
         self._update_received(state)
         due = (self._solved_version != self._seen_version
                or (self.resolve_every is not None and self._since_solve >= self.resolve_every))
         if due:
-            t0 = time.perf_counter()
-            self._solve(state)
-            self.solver_time_s += time.perf_counter() - t0
-            self.solves += 1
-            self._solved_version = self._seen_version
+            self._timed_solve(state)
             self._since_solve = 0
         self._since_solve += 1
         return self._choose(state)
 
+    def _sync_if_changed(self, state: ClusterState) -> None:
+        """:meth:`_sync_jobs` when the job set changed since the last sync."""
+        if state.job_set_version != self._seen_version or len(state.active) != len(self._ids):
+            self._sync_jobs(state)
+
+    def _timed_solve(self, state: ClusterState) -> None:
+        """:meth:`_solve`, counted in ``solves`` and timed in ``solver_time_s``."""
+        t0 = time.perf_counter()
+        self._solve(state)
+        self.solver_time_s += time.perf_counter() - t0
+        self.solves += 1
+        self._solved_version = self._seen_version
+
     def _decide_gavel(self, state: ClusterState, rounds: GavelRoundState) -> list[Assignment]:
         """One round of Gavel's mechanism: re-solve only at a reset, then its greedy walk."""
         if rounds.observe(state.now, state.active):
-            if state.job_set_version != self._seen_version or len(state.active) != len(
-                    self._ids):
-                self._sync_jobs(state)
-            t0 = time.perf_counter()
-            self._solve(state)
-            self.solver_time_s += time.perf_counter() - t0
-            self.solves += 1
-            self._solved_version = self._seen_version
+            self._sync_if_changed(state)
+            self._timed_solve(state)
             target = self._target
             rounds.reset(state.now, {job_id: target[slot] for job_id, slot
                                      in zip(self._ids, self._rows.tolist(), strict=True)})
