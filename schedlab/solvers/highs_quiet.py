@@ -11,6 +11,7 @@ once per process, so later objects need no redirect) and turns ``output_flag`` o
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -43,10 +44,8 @@ def new_highs(*, verbose: bool = False) -> Any:
 
 def _build_muted(factory: Any) -> Any:
     """``factory()`` with file descriptor 1 sent to /dev/null while it runs."""
-    try:
+    with contextlib.suppress(OSError, ValueError):  # a closed or broken stdout: no order to keep
         sys.stdout.flush()
-    except (OSError, ValueError):  # a closed or broken stdout: nothing to keep in order
-        pass
     try:
         saved = os.dup(1)
     except OSError:  # no descriptor 1 to redirect
