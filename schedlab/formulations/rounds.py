@@ -900,6 +900,14 @@ class GavelRoundState:
                     break
         return run, lost
 
+    def play(self, now: float, active: Sequence[_JobLike]) -> list[tuple[str, str]]:
+        """This round's (job, type) as Gavel's greedy walk takes them (:meth:`choose`),
+        recorded (:meth:`record`) to be credited at the next round start."""
+        run, _ = self.choose()
+        by_id = {js.id: js for js in active}
+        self.record(now, [(by_id[job_id], k) for job_id, k in run])
+        return [(job_id, self.types[k]) for job_id, k in run]
+
     def record(self, now: float, ran: Sequence[tuple[_JobLike, int]]) -> None:
         """The jobs placed in the round starting at ``now`` (to credit at the next round)."""
         self._ran = [(js, k, js.steps_done) for js, k in ran]

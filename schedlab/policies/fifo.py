@@ -285,10 +285,7 @@ class Fifo(Policy):
             rows = {job.id: [1.0 if self._allocation.get(job.id) == k else 0.0 for k in types]
                     for job in state.active}
             rounds.reset(state.now, rows)
-        run, _ = rounds.choose()
-        by_id = {job.id: job for job in state.active}
-        rounds.record(state.now, [(by_id[job_id], k) for job_id, k in run])
-        return [Assignment(job_id, rounds.types[k]) for job_id, k in run]
+        return [Assignment(job_id, k) for job_id, k in rounds.play(state.now, state.active)]
 
     def _allocate(self, state: ClusterState) -> None:
         """Bring the job -> type map up to date (Gavel's ``FIFOPolicy.get_allocation``)."""

@@ -450,11 +450,7 @@ class GavelPolicy(Policy):
             target = self._target
             rounds.reset(state.now, {job_id: target[slot] for job_id, slot
                                      in zip(self._ids, self._rows.tolist(), strict=True)})
-        run, _ = rounds.choose()
-        by_id = {js.id: js for js in state.active}
-        types = self.types
-        rounds.record(state.now, [(by_id[job_id], k) for job_id, k in run])
-        return [Assignment(job_id, types[k]) for job_id, k in run]
+        return [Assignment(job_id, k) for job_id, k in rounds.play(state.now, state.active)]
 
     def _sync_jobs(self, state: ClusterState) -> None:
         """Slots for new jobs; the active rows in arrival order (one pass over the ids)."""
