@@ -65,8 +65,8 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.table import Table
 
-from schedlab.formulations.gavel import MaxMinFairness
-from schedlab.formulations.gavel_data import GavelData, gavel_data
+from schedlab.formulations.gavel.data import GavelData, gavel_data
+from schedlab.formulations.gavel.models import MaxMinFairness
 from schedlab.instance import Instance, instance_from_dict
 from schedlab.solution import Solution, Status
 from schedlab.solvers import SolverOptions

@@ -6,7 +6,7 @@ makespan, and gaps against bounds that are valid for the *exact* problem:
 
 * own gap: what the method proves by itself: (makespan - its bound) / makespan, where its
   bound is the Solution's ``bound`` (time-indexed: the best of the analytic, assignment,
-  energetic-reasoning and rounded-down-grid bounds, see ``schedlab/formulations/saturn.py``),
+  energetic-reasoning and rounded-down-grid bounds, see ``schedlab/formulations/saturn/models.py``),
   raised for the disjunctive model to its own proven MILP bound; 0 when ``optimal``;
 * best-bound gap: vs the best valid bound found for the instance by any method;
 * model gap: the solver's gap on its own model (time-indexed: on the rounded-up grid, not a
@@ -34,7 +34,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from schedlab.formulations.saturn_data import lower_bound, saturn_data
+from schedlab.formulations.saturn.data import lower_bound, saturn_data
 from schedlab.registry import get_formulation
 from schedlab.solvers import SolverOptions
 from schedlab.workloads.saturn import random_saturn_instance

@@ -520,7 +520,7 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 def _cmd_tables_saturn(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from schedlab.analysis import saturn_table as st
+    from schedlab.analysis.tables import saturn as st
 
     instances = (st.load_instances(args.instance) if args.instance
                  else st.default_instances())

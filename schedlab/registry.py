@@ -16,11 +16,11 @@ from schedlab.formulations.base import Formulation
 
 #: Modules that register formulations when imported.
 _FORMULATION_MODULES = (
-    "schedlab.formulations.gavel",
-    "schedlab.formulations.gavel_hierarchical",
-    "schedlab.formulations.saturn",
-    "schedlab.formulations.saturn_baselines",
-    "schedlab.formulations.saturn_introspective",
+    "schedlab.formulations.gavel.models",
+    "schedlab.formulations.gavel.hierarchical",
+    "schedlab.formulations.saturn.models",
+    "schedlab.formulations.saturn.baselines",
+    "schedlab.formulations.saturn.introspective",
 )
 
 

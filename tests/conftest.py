@@ -178,7 +178,7 @@ STAND_INS: dict[str, type[Formulation]] = {
 @pytest.fixture
 def stand_ins(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, type[Formulation]]]:
     """Register the ``testing.*`` formulations for one test, then remove them."""
-    if importlib.util.find_spec("schedlab.formulations.gavel") is None:
+    if importlib.util.find_spec("schedlab.formulations.gavel.models") is None:
         # The Gavel module is not written yet: let the registry load nothing else.
         monkeypatch.setattr(registry, "_FORMULATION_MODULES", ())
     for name, cls in STAND_INS.items():

@@ -21,8 +21,8 @@ import schedlab
 from schedlab import registry
 from schedlab.check import check
 from schedlab.errors import InputError
-from schedlab.formulations.gavel import MaxMinFairness
-from schedlab.formulations.gavel_data import gavel_data
+from schedlab.formulations.gavel.data import gavel_data
+from schedlab.formulations.gavel.models import MaxMinFairness
 from schedlab.instance import Instance, instance_from_dict
 from schedlab.solvers import solve_model
 

@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from schedlab.check import check
-from schedlab.formulations import gavel_fast as fast
-from schedlab.formulations.gavel import MaxMinFairness
-from schedlab.formulations.gavel_data import gavel_data
+from schedlab.formulations.gavel import fast
+from schedlab.formulations.gavel.data import gavel_data
+from schedlab.formulations.gavel.models import MaxMinFairness
 from schedlab.instance import Instance, instance_from_dict
 from schedlab.solution import Solution, Status
 from schedlab.solvers import SolverOptions

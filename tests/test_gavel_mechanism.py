@@ -1,7 +1,7 @@
 """Gavel's own round mechanism (``mechanism="gavel"``): hand-derived cases.
 
 Every expected number below is worked out by hand in the comments from the rules of Gavel's
-``scheduler.py`` (simulation mode), as :class:`schedlab.formulations.rounds.GavelRoundState`
+``scheduler.py`` (simulation mode), as :class:`schedlab.formulations.gavel.rounds.GavelRoundState`
 and :func:`schedlab.simulator.simulate` document them.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from schedlab.errors import InputError
-from schedlab.formulations.rounds import GavelRoundState
+from schedlab.formulations.gavel.rounds import GavelRoundState
 from schedlab.instance import AcceleratorPool, Cluster
 from schedlab.policies.base import Policy
 from schedlab.policies.gavel import GavelPolicy

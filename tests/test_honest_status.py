@@ -69,7 +69,7 @@ def test_finish_time_fairness_stops_at_a_failed_step(
 
 
 def test_finish_time_fairness_step_cap_is_not_optimal(monkeypatch: pytest.MonkeyPatch) -> None:
-    from schedlab.formulations.gavel import FinishTimeFairness
+    from schedlab.formulations.gavel.models import FinishTimeFairness
 
     monkeypatch.setattr(FinishTimeFairness, "max_steps", 2)
     sol = schedlab.solve(instance(), "gavel.finish_time_fairness")
@@ -99,8 +99,8 @@ def test_hierarchical_gap_is_computed_from_the_first_level_bound() -> None:
 def test_capacity_master_failed_primal_solve_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     """The Dantzig-Wolfe path ends with a primal master for the weights; when that solve
     fails, the result is an error, never a zero allocation that the checker would accept."""
-    from schedlab.formulations import gavel_fast
-    from schedlab.formulations.gavel import MaxMinFairness
+    from schedlab.formulations.gavel import fast as gavel_fast
+    from schedlab.formulations.gavel.models import MaxMinFairness
     from schedlab.solvers import SolverOptions
     from schedlab.workloads import generate_gavel_instance
 
@@ -159,7 +159,7 @@ def test_no_solver_log_lines_between_solves(capfd: pytest.CaptureFixture[str]) -
 def test_simulation_counts_failed_solves(monkeypatch: pytest.MonkeyPatch) -> None:
     """A Gavel LP policy whose solve finds nothing falls back to priority order; the run
     counts every such solve instead of hiding it."""
-    from schedlab.formulations.gavel import FinishTimeFairness
+    from schedlab.formulations.gavel.models import FinishTimeFairness
     from schedlab.policies.registry import get_policy
     from schedlab.simulator.engine import simulate
 

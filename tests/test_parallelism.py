@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from schedlab.errors import InputError, UnknownNameError
-from schedlab.formulations.saturn_data import cluster_nodes, lower_bound, saturn_data
+from schedlab.formulations.saturn.data import cluster_nodes, lower_bound, saturn_data
 from schedlab.instance import Instance, SaturnConfig, load_instance
 from schedlab.profiler import (
     GB,

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import schedlab
 from schedlab.errors import InputError, UnknownNameError
-from schedlab.formulations.rounds import RoundMechanism, choose_by_priority
+from schedlab.formulations.gavel.rounds import RoundMechanism, choose_by_priority
 from schedlab.instance import AcceleratorPool, Cluster, Instance, instance_from_dict
 from schedlab.policies.gavel import GavelPolicy, MaxMinClassLP
 from schedlab.policies.registry import get_policy, policies

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from schedlab.check import check, check_rounds
 from schedlab.errors import InputError
-from schedlab.formulations.rounds import (
+from schedlab.formulations.gavel.rounds import (
     PriorityCandidates,
     RoundMechanism,
     count_migrations,
@@ -259,7 +259,7 @@ def test_gang_that_fits_nowhere_is_skipped(caplog: pytest.LogCaptureFixture) -> 
     """A 4-GPU share on a 2-GPU type is never placed (and logged), never exceeds capacity."""
     instance = cluster({"t4": {"count": 2}, "v100": {"count": 4}},
                        [{"id": "a", "scale_factor": 4, "throughput": {"t4": 1.0, "v100": 2.0}}])
-    with caplog.at_level(logging.WARNING, logger="schedlab.formulations.rounds"):
+    with caplog.at_level(logging.WARNING, logger="schedlab.formulations.gavel.rounds"):
         rounds = schedule_rounds(instance, {"a": {"t4": 0.5, "v100": 0.5}}, 4)
     assert received_shares(rounds, instance) == {"a": {"t4": 0.0, "v100": 0.5}}
     assert "a: gang of 4 GPUs exceeds the 2 t4 GPUs" in caplog.text

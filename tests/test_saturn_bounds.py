@@ -14,16 +14,16 @@ from hypothesis import strategies as st
 from test_saturn import brute_force_makespan, make
 
 from schedlab.check import check
-from schedlab.formulations.saturn import TimeIndexed
-from schedlab.formulations.saturn_baselines import greedy_placements, local_search, to_schedule
-from schedlab.formulations.saturn_bounds import (
+from schedlab.formulations.saturn.baselines import greedy_placements, local_search, to_schedule
+from schedlab.formulations.saturn.bounds import (
     assignment_bound,
     assignment_model,
     energetic_bound,
     energetic_model,
     min_overlap,
 )
-from schedlab.formulations.saturn_data import lower_bound, makespan, saturn_data
+from schedlab.formulations.saturn.data import lower_bound, makespan, saturn_data
+from schedlab.formulations.saturn.models import TimeIndexed
 from schedlab.instance import Instance
 from schedlab.solution import Status
 from schedlab.solvers import PersistentSolver, SolverOptions

@@ -10,9 +10,9 @@ import pytest
 import schedlab
 from schedlab.check import check
 from schedlab.errors import InputError
-from schedlab.formulations.saturn import TimeIndexed
-from schedlab.formulations.saturn_data import saturn_data
-from schedlab.formulations.saturn_introspective import Introspective, runtime_factors
+from schedlab.formulations.saturn.data import saturn_data
+from schedlab.formulations.saturn.introspective import Introspective, runtime_factors
+from schedlab.formulations.saturn.models import TimeIndexed
 from schedlab.instance import Instance, instance_from_dict
 from schedlab.solution import InstanceRef, ScheduleEntry, Solution, Status
 from schedlab.solvers import SolverOptions

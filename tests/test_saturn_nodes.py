@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from test_saturn import brute_force_makespan, make
 
 from schedlab.check import check
-from schedlab.formulations.saturn import TimeIndexed
-from schedlab.formulations.saturn_baselines import to_schedule
-from schedlab.formulations.saturn_data import lower_bound, makespan, saturn_data
-from schedlab.formulations.saturn_nodes import (
+from schedlab.formulations.saturn.baselines import to_schedule
+from schedlab.formulations.saturn.data import lower_bound, makespan, saturn_data
+from schedlab.formulations.saturn.models import TimeIndexed
+from schedlab.formulations.saturn.nodes import (
     benders_applicable,
     benders_makespan,
     node_makespan,
@@ -147,7 +147,7 @@ def test_benders_bound_and_schedule_against_brute_force(inst: Instance) -> None:
 def test_benders_in_pure_python_from_a_tiny_node_limit(inst: Instance) -> None:
     """Without numba (the Python search) and with node searches cut short at one node: the
     loop raises the limit when no cut comes and still ends at the brute-force optimum."""
-    from schedlab.formulations import saturn_nodes
+    from schedlab.formulations.saturn import nodes as saturn_nodes
 
     expected = brute_force_makespan(inst)
     data = saturn_data(inst)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from schedlab.analysis.saturn_table import (
+from schedlab.analysis.tables.saturn import (
     NOISY_METHODS,
     PLAN_METHODS,
     TableSettings,

@@ -24,7 +24,7 @@ from itertools import pairwise
 from typing import Literal
 
 from schedlab.errors import InputError
-from schedlab.formulations.rounds import GavelRoundState
+from schedlab.formulations.gavel.rounds import GavelRoundState
 from schedlab.policies.base import Policy
 from schedlab.policies.state import Assignment, ClusterState, JobState
 
@@ -200,7 +200,7 @@ class Fifo(Policy):
       subtracting the later running jobs would fit it.  Implies ``mechanism="gavel"``.
     * ``mechanism`` (type-blind only) -- ``"schedlab"``: the allocation is brought up to date
       every round and every allocated job runs; ``"gavel"``: Gavel's round mechanism
-      (:class:`~schedlab.formulations.rounds.GavelRoundState`: the allocation is recomputed
+      (:class:`~schedlab.formulations.gavel.rounds.GavelRoundState`: the allocation is recomputed
       only at resets at least 1920 s apart, jobs run by Gavel's priorities); the simulator
       reads this attribute and follows Gavel's step accounting too.
     * ``seed`` -- the random stream of the type draws (default: the run's seed).

@@ -4,7 +4,7 @@ r"""Gavel's optimization policies as online policies: solve the LP, realise it i
 (``gavel.max_min_fairness``, ``gavel.min_makespan``, ...), solves it when the job set changed
 (Gavel's rule; or every ``resolve_every`` rounds as well), and realises the allocation X[j,k]
 round by round with the round mechanism's priority rule
-(:func:`schedlab.formulations.rounds.choose_by_priority`):
+(:func:`schedlab.formulations.gavel.rounds.choose_by_priority`):
 
 .. math::
 
@@ -47,9 +47,9 @@ import numpy as np
 import numpy.typing as npt
 
 from schedlab.errors import InputError, SolverError, UnknownNameError
-from schedlab.formulations import gavel as gavel_formulations
-from schedlab.formulations.gavel_data import isolated_share
-from schedlab.formulations.rounds import (
+from schedlab.formulations.gavel import models as gavel_formulations
+from schedlab.formulations.gavel.data import isolated_share
+from schedlab.formulations.gavel.rounds import (
     GavelRoundState,
     PriorityCandidates,
     choose_by_priority,
@@ -277,7 +277,7 @@ class GavelPolicy(Policy):
         solver, time_limit_s, threads, lp_method: solver options of the generic path
             (``threads`` also for the array LP).
         mechanism: ``"schedlab"`` (module docstring) or ``"gavel"``: Gavel's own round
-            mechanism (:class:`~schedlab.formulations.rounds.GavelRoundState`: allocation
+            mechanism (:class:`~schedlab.formulations.gavel.rounds.GavelRoundState`: allocation
             recomputed only at resets at least 1920 s apart, priorities from the time received
             since the last reset, per-type queues); :func:`schedlab.simulator.simulate` then
             also follows Gavel's step accounting (it reads this attribute).  No space sharing.
@@ -561,7 +561,7 @@ class GavelPolicy(Policy):
     @staticmethod
     def isolated_throughputs(state: ClusterState) -> dict[str, float]:
         """T_iso[j] of every active job under Gavel's isolated share
-        (:func:`~schedlab.formulations.gavel_data.isolated_share`: 1/m of every pool, m =
+        (:func:`~schedlab.formulations.gavel.data.isolated_share`: 1/m of every pool, m =
         active jobs, rows scaled to sum <= 1), steps/s; a type where the job cannot run (no
         throughput, or its gang does not fit) adds nothing."""
         active = state.active

@@ -4,7 +4,7 @@ A policy only says *which type* each gang runs on; the simulator chooses the con
 GPUs of a type are numbered 0..n_k-1.  When the pool is split into nodes (``gpus_per_node``
 g, or ``count / nodes``), node i holds the ids i g .. i g + g - 1.
 
-Per type, each round (the same rule as :mod:`schedlab.formulations.rounds`):
+Per type, each round (the same rule as :mod:`schedlab.formulations.gavel.rounds`):
 
 1. **Sticky.**  A gang that ran on this type the last time it ran keeps exactly the ids it
    held, when they are all free (so a job that keeps its type does not migrate, and a job that

@@ -67,13 +67,8 @@ import pyomo.environ as pyo
 import scipy.sparse as sp
 from pyomo.core.expr.numeric_expr import LinearExpression
 
-from schedlab.formulations.gavel import (
-    GavelPolicy,
-    MaxMinFairness,
-    unrunnable_jobs,
-    unrunnable_reason,
-)
-from schedlab.formulations.gavel_data import BoolArray, FloatArray, GavelData
+from schedlab.formulations.gavel.base import GavelPolicy, unrunnable_jobs, unrunnable_reason
+from schedlab.formulations.gavel.data import BoolArray, FloatArray, GavelData
 from schedlab.instance import Instance
 from schedlab.solution import Solution, Status, Timings, worst_status
 from schedlab.solvers import PersistentSolver, SolveResult, SolverOptions
@@ -1086,7 +1081,7 @@ def choose_path(classes: JobClasses, pairs: ClassPairs | None) -> str:
 
 
 def solve_max_min_fast(
-    formulation: MaxMinFairness,
+    formulation: GavelPolicy,
     instance: Instance,
     options: SolverOptions,
     *,

@@ -10,7 +10,7 @@ For each instance, rows:
   sigma) per job, mean over ``seeds`` (the same seeds for every row):
   ``current practice`` (its plan executed), ``time-indexed, static`` (the time-indexed plan
   executed without re-planning), ``introspective`` (re-solved every interval,
-  :mod:`schedlab.formulations.saturn_introspective`).
+  :mod:`schedlab.formulations.saturn.introspective`).
 
 Columns: makespan (s), lower bound (s; for noisy rows the bound of the true runtimes, mean over
 seeds), gap = (makespan - bound) / makespan, solver seconds (build + solve; introspective: the
@@ -33,8 +33,8 @@ from rich.table import Table
 
 from schedlab.check import check
 from schedlab.errors import InputError
-from schedlab.formulations.saturn_data import Option, lower_bound, saturn_data
-from schedlab.formulations.saturn_introspective import (
+from schedlab.formulations.saturn.data import Option, lower_bound, saturn_data
+from schedlab.formulations.saturn.introspective import (
     Introspective,
     Runtime,
     execute,

@@ -34,8 +34,8 @@ import numpy as np
 import pyomo.environ as pyo
 
 from schedlab.errors import SolverError
-from schedlab.formulations.gavel import GavelPolicy, read_allocation
-from schedlab.formulations.gavel_data import FloatArray, GavelData, effective_throughput
+from schedlab.formulations.gavel.base import GavelPolicy, read_allocation
+from schedlab.formulations.gavel.data import FloatArray, GavelData, effective_throughput
 from schedlab.instance import Instance
 from schedlab.registry import register
 from schedlab.solution import Solution, Status, Timings

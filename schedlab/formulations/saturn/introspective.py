@@ -63,14 +63,14 @@ import pyomo.environ as pyo
 
 from schedlab.errors import InputError
 from schedlab.formulations.base import Formulation
-from schedlab.formulations.saturn import TimeIndexed
-from schedlab.formulations.saturn_data import (
+from schedlab.formulations.saturn.data import (
     NodeSpec,
     Option,
     SaturnData,
     lower_bound,
     saturn_data,
 )
+from schedlab.formulations.saturn.models import TimeIndexed
 from schedlab.instance import Instance
 from schedlab.registry import register
 from schedlab.solution import InstanceRef, ScheduleEntry, Solution, Status, Timings

@@ -61,7 +61,7 @@ import pyomo.environ as pyo
 
 from schedlab.errors import InputError
 from schedlab.formulations.base import Formulation
-from schedlab.formulations.saturn_baselines import (
+from schedlab.formulations.saturn.baselines import (
     Placement,
     earliest_finish,
     greedy_placements,
@@ -70,12 +70,12 @@ from schedlab.formulations.saturn_baselines import (
     schedule_solution,
     to_schedule,
 )
-from schedlab.formulations.saturn_bounds import (
+from schedlab.formulations.saturn.bounds import (
     add_valid_rows,
     assignment_bound,
     energetic_bound,
 )
-from schedlab.formulations.saturn_data import (
+from schedlab.formulations.saturn.data import (
     NodeTimeline,
     Option,
     SaturnData,
@@ -84,7 +84,7 @@ from schedlab.formulations.saturn_data import (
     saturn_data,
     weighted_completion,
 )
-from schedlab.formulations.saturn_nodes import benders_applicable, benders_makespan, warm_up
+from schedlab.formulations.saturn.nodes import benders_applicable, benders_makespan, warm_up
 from schedlab.instance import Instance
 from schedlab.registry import register
 from schedlab.solution import Solution, Status, Timings

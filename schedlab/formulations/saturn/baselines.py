@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from schedlab.formulations.base import Formulation
-from schedlab.formulations.saturn_data import (
+from schedlab.formulations.saturn.data import (
     NodeSpec,
     NodeTimeline,
     Option,

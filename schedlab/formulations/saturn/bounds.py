@@ -31,7 +31,7 @@ from typing import Any
 
 import pyomo.environ as pyo
 
-from schedlab.formulations.saturn_data import SaturnData, lower_bound
+from schedlab.formulations.saturn.data import SaturnData, lower_bound
 from schedlab.solution import Status
 from schedlab.solvers import PersistentSolver, SolverOptions
 

@@ -60,8 +60,8 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.formulations.saturn_baselines import Placement
-from schedlab.formulations.saturn_data import Option, SaturnData, lower_bound
+from schedlab.formulations.saturn.baselines import Placement
+from schedlab.formulations.saturn.data import Option, SaturnData, lower_bound
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +131,7 @@ def _compiled_kernel() -> Any:
     global _KERNEL
     if _KERNEL is None:
         try:
-            from schedlab.formulations import saturn_node_kernel
+            from schedlab.formulations.saturn import node_kernel as saturn_node_kernel
         except (ImportError, RuntimeError, OSError) as exc:
             # numba missing, or no writable cache directory for its compiled code: the
             # Python search does the same work, slower

@@ -1,269 +1,44 @@
 """Gavel's heterogeneity-aware scheduling policies as Pyomo LPs (Narayanan et al., OSDI'20).
 
-Variables (docs/formulations/gavel.md): X[j,k] in [0,1], the share of wall-clock time job j runs on
-accelerator type k; with space sharing also Y[p,k] in [0,1] for co-located pairs p.
-
-Constraints shared by every policy (``base_model``):
-
-* ``job_share[j]``:  sum_k X[j,k] + sum_{p containing j} sum_k Y[p,k] <= 1
-* ``capacity[k]``:   sum_j s_j X[j,k] + sum_p max(s_a, s_b) Y[p,k] <= n_k
-* ``thr[j]`` (expression): sum_k T[j,k] X[j,k] + sum_p Tc[p,k,j] Y[p,k]   (steps/s)
-
-Every policy has a heterogeneity-agnostic variant (``heterogeneity_aware=False``): a policy
-that cannot tell accelerator types apart decides only each job's total time share x_j and
-its time lands on the types in proportion to their GPU counts, the expectation of a
-type-blind placement:
-
-* ``type_blind[j,k]``:  X[j,k] = x_j n_k / N_j,   N_j = sum of n_k over the types j may use.
-
-Its objective is then evaluated with the true throughputs, so it is directly comparable with
-the heterogeneity-aware optimum (which is never lower: type-blindness only adds rows).
+Each policy is a :class:`~schedlab.formulations.gavel.base.GavelPolicy` over the shared model
+of :mod:`schedlab.formulations.gavel.base` (the variables, the per-job and capacity rows and
+the type-blind rows of the heterogeneity-agnostic variant).  An agnostic policy's objective is
+evaluated with the true throughputs, so it is directly comparable with the heterogeneity-aware
+optimum (which is never lower: type-blindness only adds rows).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from abc import abstractmethod
-from collections import defaultdict
 from typing import Any
 
 import numpy as np
 import pyomo.environ as pyo
 
 from schedlab.errors import InputError
-from schedlab.formulations.base import Formulation
-from schedlab.formulations.gavel_data import (
+from schedlab.formulations.gavel.base import (
+    GavelPolicy,
+    read_allocation,
+)
+from schedlab.formulations.gavel.data import (
     FloatArray,
     GavelData,
-    allocation_dicts,
     effective_throughput,
-    gavel_data,
     isolated_share,
     isolated_throughput,
     makespan_value,
     max_min_value,
-    normalized_throughput,
     sum_throughput_coefficients,
     sum_throughput_value,
 )
+from schedlab.formulations.gavel.fast import solve_max_min_fast
 from schedlab.instance import Instance
 from schedlab.registry import register
-from schedlab.solution import InstanceRef, Solution, Status, Timings
+from schedlab.solution import Solution, Status, Timings
 from schedlab.solvers import PersistentSolver, SolveResult, SolverOptions
 
 log = logging.getLogger(__name__)
-
-#: Relative tolerance used to decide that an LP value did not improve (bottleneck detection).
-_TOL = 1e-7
-
-
-# --------------------------------------------------------------------------- model
-
-
-def base_model(data: GavelData, name: str, *, type_blind: bool = False) -> pyo.ConcreteModel:
-    """Variables X (and Y), ``job_share`` and ``capacity`` rows, and ``thr`` expressions;
-    with ``type_blind`` also the heterogeneity-agnostic rows ``type_blind[j,k]``."""
-    m = pyo.ConcreteModel(name=name)
-    num_jobs, num_types = data.throughput.shape
-    m.J = pyo.Set(initialize=range(num_jobs), ordered=True)
-    m.K = pyo.Set(initialize=range(num_types), ordered=True)
-    jk = [(int(j), int(k)) for j, k in zip(*np.nonzero(data.allowed), strict=True)]
-    m.JK = pyo.Set(initialize=jk, dimen=2, ordered=True)
-    m.X = pyo.Var(m.JK, bounds=(0.0, 1.0))
-    pk = [(int(p), int(k)) for p, k in zip(*np.nonzero(data.pair_allowed), strict=True)]
-    m.PK = pyo.Set(initialize=pk, dimen=2, ordered=True)
-    m.Y = pyo.Var(m.PK, bounds=(0.0, 1.0))
-
-    share_terms: dict[int, list[Any]] = defaultdict(list)
-    gpu_terms: dict[int, list[Any]] = defaultdict(list)
-    thr_terms: dict[int, list[Any]] = defaultdict(list)
-    for j, k in jk:
-        x = m.X[j, k]
-        share_terms[j].append(x)
-        gpu_terms[k].append(data.scale_factor[j] * x)
-        thr_terms[j].append(data.throughput[j, k] * x)
-    pair_gpus = data.pair_scale_factor
-    for p, k in pk:
-        y = m.Y[p, k]
-        a, b = data.pairs[p]
-        share_terms[a].append(y)
-        share_terms[b].append(y)
-        gpu_terms[k].append(pair_gpus[p] * y)
-        thr_terms[a].append(data.pair_throughput[p, k, 0] * y)
-        thr_terms[b].append(data.pair_throughput[p, k, 1] * y)
-
-    def job_share(model: pyo.ConcreteModel, j: int) -> Any:
-        terms = share_terms.get(j)
-        return pyo.quicksum(terms) <= 1.0 if terms else pyo.Constraint.Skip
-
-    def capacity(model: pyo.ConcreteModel, k: int) -> Any:
-        terms = gpu_terms.get(k)
-        return pyo.quicksum(terms) <= float(data.gpus[k]) if terms else pyo.Constraint.Skip
-
-    m.job_share = pyo.Constraint(m.J, rule=job_share)
-    m.capacity = pyo.Constraint(m.K, rule=capacity)
-    m.thr = pyo.Expression(m.J, rule=lambda model, j: pyo.quicksum(thr_terms.get(j, [])))
-    if type_blind:
-        pool = (data.allowed * data.gpus[None, :]).sum(axis=1)
-        m.x_total = pyo.Var(m.J, bounds=(0.0, 1.0))
-        m.type_blind = pyo.Constraint(
-            m.JK,
-            rule=lambda model, j, k: model.X[j, k]
-            == float(data.gpus[k] / pool[j]) * model.x_total[j],
-        )
-    return m
-
-
-def read_allocation(m: pyo.ConcreteModel, data: GavelData) -> tuple[FloatArray, FloatArray]:
-    """(X, Y) arrays from a solved model (zeros where a variable has no value)."""
-    x = np.zeros(data.throughput.shape)
-    for (j, k), value in m.X.extract_values().items():
-        x[j, k] = value or 0.0
-    y = np.zeros(data.pair_allowed.shape)
-    for (p, k), value in m.Y.extract_values().items():
-        y[p, k] = value or 0.0
-    return x, y
-
-
-def unrunnable_jobs(data: GavelData) -> list[str]:
-    """Jobs that fit on no accelerator pool (scale factor too large or no throughput)."""
-    can_run = np.asarray(data.allowed.any(axis=1), dtype=bool)
-    if data.pairs:
-        idx = np.asarray(data.pairs, dtype=np.int64)[data.pair_allowed.any(axis=1)]
-        can_run[idx.reshape(-1)] = True
-    return [data.job_ids[j] for j in np.flatnonzero(~can_run)]
-
-
-def unrunnable_reason(instance: Instance, job_ids: list[str]) -> str:
-    """One line naming the first job that can run nowhere, with its scale factor and pools."""
-    pools = {k: p.count for k, p in instance.cluster.accelerators.items()}
-    jobs = {job.id: job for job in instance.jobs}
-    first = jobs[job_ids[0]]
-    more = f" (and {len(job_ids) - 1} more job(s))" if len(job_ids) > 1 else ""
-    return (
-        f"job {first.id} cannot run anywhere: scale factor {first.scale_factor} with "
-        f"throughput on {sorted(first.throughput)} but pools {pools}{more}"
-    )
-
-
-# ---------------------------------------------------------------------- the base class
-
-
-class GavelPolicy(Formulation):
-    """Common parts of the Gavel policies: data, variants, extraction and metrics."""
-
-    default_lp_method = "simplex"
-    #: policies whose objective needs every job to make progress
-    needs_every_job = True
-
-    def __init__(
-        self,
-        heterogeneity_aware: bool = True,
-        space_sharing: bool = False,
-        num_rounds: int | None = None,
-    ) -> None:
-        self.heterogeneity_aware = heterogeneity_aware
-        self.space_sharing = space_sharing
-        self.num_rounds = num_rounds
-
-    # data -----------------------------------------------------------------
-    def true_data(self, instance: Instance) -> GavelData:
-        """Arrays with the instance's measured throughputs."""
-        return gavel_data(instance, space_sharing=self.space_sharing)
-
-    def policy_data(self, instance: Instance) -> tuple[GavelData, GavelData]:
-        """(data the policy optimizes over, true data): the same arrays for both variants;
-        the agnostic variant differs by the ``type_blind`` rows of :func:`base_model`."""
-        true = self.true_data(instance)
-        return true, true
-
-    def model(self, data: GavelData, name: str | None = None) -> pyo.ConcreteModel:
-        """:func:`base_model` for this variant."""
-        return base_model(data, name or self.name, type_blind=not self.heterogeneity_aware)
-
-    def validate(self, instance: Instance) -> None:
-        """Gavel policies need a throughput for every job (on at least one type)."""
-        instance.require("throughput", formulation=self.name)
-        if self.space_sharing and not any(job.colocated_throughput for job in instance.jobs):
-            log.debug("%s: no job has colocated_throughput; nothing to pack", self.name)
-
-    # objective ------------------------------------------------------------
-    @abstractmethod
-    def objective_value(self, data: GavelData, x: FloatArray, y: FloatArray) -> float:
-        """The policy's objective evaluated on an allocation (independent of the LP)."""
-
-    # model ----------------------------------------------------------------
-    def build(self, instance: Instance) -> pyo.ConcreteModel:
-        data, _ = self.policy_data(instance)
-        return self.build_from(data)
-
-    @abstractmethod
-    def build_from(self, data: GavelData) -> pyo.ConcreteModel:
-        """The policy's model over ``data``."""
-
-    def extract(
-        self, model: pyo.ConcreteModel, instance: Instance, result: SolveResult
-    ) -> Solution:
-        data, true = self.policy_data(instance)
-        solution = self.empty_solution(instance, result)
-        if not result.status.has_solution:
-            return solution
-        x, y = read_allocation(model, data)
-        return self.finish(solution, instance, data, true, x, y)
-
-    def precheck(self, instance: Instance) -> Solution | None:
-        """Validate; an ``infeasible`` Solution naming a job that can run nowhere, if any."""
-        self.validate(instance)
-        if self.needs_every_job:
-            stuck = unrunnable_jobs(self.true_data(instance))
-            if stuck:
-                return self.infeasible_solution(instance, unrunnable_reason(instance, stuck))
-        return None
-
-    def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
-        return self.precheck(instance) or super().solve(instance, options)
-
-    def finish(
-        self,
-        solution: Solution,
-        instance: Instance,
-        data: GavelData,
-        true: GavelData,
-        x: FloatArray,
-        y: FloatArray,
-    ) -> Solution:
-        """Fill allocation, objective recomputed from it, metrics and rounds."""
-        x = np.clip(x, 0.0, 1.0)
-        y = np.clip(y, 0.0, 1.0)
-        solution.allocation, solution.colocated_allocation = allocation_dicts(data, x, y)
-        solution.objective = self.objective_value(data, x, y)
-        thr = effective_throughput(true, x, y)
-        solution.metrics["effective_throughput"] = {
-            job: float(v) for job, v in zip(true.job_ids, thr, strict=True)
-        }
-        solution.metrics["normalized_throughput"] = {
-            job: float(v)
-            for job, v in zip(true.job_ids, normalized_throughput(true, x, y), strict=True)
-        }
-        solution.metrics["objective_true_throughput"] = self.objective_value(true, x, y)
-        solution.metrics["heterogeneity_aware"] = self.heterogeneity_aware
-        rounds = self.num_rounds if self.num_rounds is not None else instance.params.num_rounds
-        if rounds > 0:
-            from schedlab.formulations.rounds import schedule_rounds
-
-            solution.rounds = schedule_rounds(
-                instance, solution.allocation, rounds, colocated=solution.colocated_allocation
-            )
-        return solution
-
-    def new_solution(self, instance: Instance, status: Status) -> Solution:
-        """An empty Solution of this formulation with ``status``."""
-        return Solution(
-            instance=InstanceRef(name=instance.name, hash=instance.content_hash()),
-            formulation=self.name,
-            status=status,
-        )
 
 
 # ------------------------------------------------------------------- max-min fairness
@@ -284,7 +59,7 @@ class MaxMinFairness(GavelPolicy):
 
     def __init__(self, method: str = "auto", fast_threshold: int = 500, **kwargs: Any) -> None:
         """``method``: ``pyomo`` (the reference model), ``fast`` (the exact fast path of
-        :mod:`schedlab.formulations.gavel_fast`) or ``auto`` (fast from ``fast_threshold``
+        :mod:`schedlab.formulations.gavel.fast`) or ``auto`` (fast from ``fast_threshold``
         jobs on)."""
         super().__init__(**kwargs)
         self.method = method
@@ -307,8 +82,6 @@ class MaxMinFairness(GavelPolicy):
             self.method == "auto" and len(instance.jobs) >= self.fast_threshold
         )
         if use_fast:
-            from schedlab.formulations.gavel_fast import solve_max_min_fast
-
             self.validate(instance)
             return solve_max_min_fast(self, instance, opts)
         if len(instance.jobs) >= 2000:
@@ -539,7 +312,7 @@ class FinishTimeFairness(GavelPolicy):
     t_j = ``time_in_system_s`` (s), t_iso_j = ``isolated_time_s`` (s), R_j remaining steps.
     T_iso[j] = sum_k T[j,k] X_iso[j,k] is the throughput on Gavel's isolated share, 1/m of
     every accelerator pool (m = number of jobs): X_iso[j,k] = n_k / (m s_j), each row then
-    scaled down so that sum_k X_iso[j,k] <= 1 (:func:`~schedlab.formulations.gavel_data.
+    scaled down so that sum_k X_iso[j,k] <= 1 (:func:`~schedlab.formulations.gavel.data.
     isolated_share`).  Job weights do not enter, as in Gavel's code.
 
     For a fixed rho the condition rho_j <= rho is linear:  thr_j(X) >= R_j / (rho D_j - t_j),

@@ -1,0 +1,1 @@
+"""Each paper's tables, one module per paper (``saturn``, ...)."""

@@ -1,0 +1,8 @@
+"""Saturn (joint parallelism selection, resource allocation and scheduling of multi-job
+training).
+
+Modules: ``data`` (options and runtimes), ``models`` (the time-indexed MILP and its
+variants), ``bounds`` (lower bounds), ``nodes`` (node-level placement and Benders),
+``node_kernel`` (the numba list-scheduling kernel), ``baselines`` (the paper's baselines),
+``introspective`` (re-planning during execution).
+"""
