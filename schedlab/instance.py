@@ -146,6 +146,10 @@ class Job(_Strict):
     adaptation: Literal["static", "gns", "accordion"] | None = None
     # Saturn
     configs: list[SaturnConfig] | None = None
+    runtime_factor: PosFloat | None = Field(
+        default=None, description="true runtime / estimate of every configuration of the job "
+        "(the world an execution meets; planners see only the estimates); None means 1"
+    )
     # Titan
     base_model: str | None = None
     dataset: str | None = None
@@ -184,6 +188,10 @@ class Params(_Strict):
     hierarchy_within_entity: Literal["fairness", "fifo"] = "fairness"
     entity_weights: dict[str, PosFloat] | None = None
     now_s: NonNegFloat = 0.0
+    restart_cost_s: NonNegFloat | None = Field(
+        default=None, description="seconds to resume a checkpointed job on a new "
+        "configuration (no progress meanwhile); None means 0"
+    )
 
 
 class Instance(_Strict):
