@@ -24,7 +24,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from rich.console import Console
 from rich.table import Table
@@ -32,6 +32,9 @@ from rich.table import Table
 from schedlab import __version__
 from schedlab.defaults import UNFAIR_THRESHOLD
 from schedlab.errors import InputError, SchedlabError
+
+if TYPE_CHECKING:
+    from schedlab.registry import Registry
 
 log = logging.getLogger("schedlab.cli")
 
@@ -165,6 +168,11 @@ def build_parser() -> argparse.ArgumentParser:
                            help="list registered formulations",
                            description="List the registered formulation names.")
     forms.set_defaults(handler=_cmd_formulations)
+
+    pols = sub.add_parser("policies", parents=[common],
+                          help="list registered online policies",
+                          description="List the registered online policy names.")
+    pols.set_defaults(handler=_cmd_policies)
 
     tables = sub.add_parser("tables", help="regenerate a paper's table",
                             description="Regenerate a paper's comparison table.")
@@ -487,20 +495,40 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_formulations(args: argparse.Namespace) -> int:
-    from schedlab.registry import formulations
+    from schedlab.registry import FORMULATIONS
 
-    entries = formulations()
+    return _list_names(args, FORMULATIONS, "formulations")
+
+
+def _cmd_policies(args: argparse.Namespace) -> int:
+    from schedlab.policies.registry import POLICIES
+
+    return _list_names(args, POLICIES, "policies")
+
+
+def _list_names(args: argparse.Namespace, registry: Registry[Any], title: str) -> int:
+    """Print a registry's names (built-ins and plug-ins) with their first description line;
+    a ``from`` column names the plug-in of each name when any plug-in is installed."""
+    from schedlab.registry import BUILT_IN
+
+    entries = registry.entries()
     console = _console()
     if args.quiet:
         for name in entries:
             console.print(name, markup=False)
         return EXIT_OK
-    table = Table(title="formulations", title_justify="left")
+    plugins = any(entry.origin != BUILT_IN for entry in entries.values())
+    table = Table(title=title, title_justify="left")
     table.add_column("name", no_wrap=True)
     table.add_column("description")
+    if plugins:
+        table.add_column("from")
     for name, entry in entries.items():
         first_line = (entry.description or "").strip().splitlines()
-        table.add_row(name, first_line[0] if first_line else "")
+        row = [name, first_line[0] if first_line else ""]
+        if plugins:
+            row.append(entry.origin)
+        table.add_row(*row)
     console.print(table)
     return EXIT_OK
 

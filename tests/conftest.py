@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import math
 from collections.abc import Callable, Iterator
@@ -176,18 +175,12 @@ STAND_INS: dict[str, type[Formulation]] = {
 
 
 @pytest.fixture
-def stand_ins(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, type[Formulation]]]:
+def stand_ins() -> Iterator[dict[str, type[Formulation]]]:
     """Register the ``testing.*`` formulations for one test, then remove them."""
-    if importlib.util.find_spec("schedlab.formulations.gavel.models") is None:
-        # The Gavel module is not written yet: let the registry load nothing else.
-        monkeypatch.setattr(registry, "_FORMULATION_MODULES", ())
-    for name, cls in STAND_INS.items():
-        registry.register(name, cls)
-    try:
+    with registry.FORMULATIONS.scoped():
+        for name, cls in STAND_INS.items():
+            registry.register(name, cls)
         yield STAND_INS
-    finally:
-        for name in STAND_INS:
-            registry._REGISTRY.pop(name, None)
 
 
 def _close_documents(a: Any, b: Any, rel: float, where: str) -> list[str]:

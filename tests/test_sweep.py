@@ -8,10 +8,10 @@ simulator when the policy registry is there.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -252,15 +252,14 @@ class GreedyFifo(Policy):
 
 
 @pytest.fixture
-def fake_policies(monkeypatch: pytest.MonkeyPatch) -> None:
+def fake_policies() -> Iterator[None]:
     """Register ``testing.greedy`` (and ``testing.greedy2``) for one test."""
     from schedlab.policies import registry
 
-    if importlib.util.find_spec("schedlab.policies.gavel") is None:
-        monkeypatch.setattr(registry, "_POLICY_MODULES", ())
-    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
-    registry.register_policy("testing.greedy", GreedyFifo, "test stand-in")
-    registry.register_policy("testing.greedy2", GreedyFifo, "test stand-in")
+    with registry.POLICIES.scoped():
+        registry.register_policy("testing.greedy", GreedyFifo, "test stand-in")
+        registry.register_policy("testing.greedy2", GreedyFifo, "test stand-in")
+        yield
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

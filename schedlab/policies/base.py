@@ -4,6 +4,12 @@
 accelerator type during the next round.  The simulator checks the decision (no more GPUs than
 exist per type, whole gangs, each job once), chooses GPU ids (placement step) and advances
 time.  A policy keeps whatever memory it needs between rounds; it never changes the state.
+
+One policy object may serve several runs: the simulator calls :meth:`Policy.reset` at the
+start of every run, which clears the counters; a policy with memory between rounds (queues,
+leases, a random stream, a cached model) overrides it to clear that memory too, so a run
+after ``reset()`` decides exactly as a fresh policy would.  ``schedlab.testing.check_policy``
+checks it.
 """
 
 from __future__ import annotations
@@ -24,6 +30,14 @@ class Policy(ABC):
         self.solves = 0  # optimization problems solved
         self.decisions = 0  # rounds decided
         self.failed_solves = 0  # solves that found no solution (the policy fell back)
+
+    def reset(self) -> None:
+        """Start afresh for a new run: zero the counters.  Policies that keep memory between
+        rounds override this (calling ``super().reset()``) to clear it as well."""
+        self.solver_time_s = 0.0
+        self.solves = 0
+        self.decisions = 0
+        self.failed_solves = 0
 
     @abstractmethod
     def decide(self, state: ClusterState) -> list[Assignment]:

@@ -1,17 +1,30 @@
-"""Registers the built-in heuristic policies (FIFO, SRTF, Tiresias, Gandiva, Themis, AlloX).
+"""The built-in policy names: the heuristics, and every Gavel formulation as a policy.
 
-Importing this module registers every entry of :data:`BUILTIN_POLICIES` with
-:func:`schedlab.policies.registry.register_policy` (idempotent: a name registered again is
-replaced by the same entry).  Factories are ``"module:Class"`` strings, so registering imports
-no policy module; a variant is a parameter of one class (``fifo_agnostic`` is
-:class:`~schedlab.policies.fifo.Fifo` with ``heterogeneity_aware=False``).
+Three tables, registered by :func:`register_builtin_policies` when the policy registry is first
+used (factories are ``"module:Class"`` strings, so registering imports no policy module):
+
+* :data:`BUILTIN_POLICIES` -- the heuristic policies (FIFO, SRTF, Tiresias, Gandiva, Themis,
+  AlloX, random); a variant is a parameter of one class (``fifo_agnostic`` is
+  :class:`~schedlab.policies.fifo.Fifo` with ``heterogeneity_aware=False``);
+* every name of :data:`schedlab.formulations.builtin.GAVEL_FORMULATIONS` -- the optimization
+  adapter :class:`~schedlab.policies.gavel.GavelPolicy` with ``formulation=<the name>``,
+  except the names of :data:`GAVEL_POLICY_ALIASES`;
+* :data:`GAVEL_POLICY_ALIASES` -- Gavel names whose online policy is a list policy of its own
+  (the type-blind FIFO needs no LP; ``gavel.fifo_agnostic`` and ``fifo_agnostic`` are one
+  implementation).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from schedlab.policies.registry import register_policy
+from schedlab.formulations.builtin import GAVEL_FORMULATIONS
+
+if TYPE_CHECKING:
+    from schedlab.registry import Registry
+
+#: The Gavel optimization adapter every ``gavel.*`` formulation runs through.
+GAVEL_ADAPTER = "schedlab.policies.gavel:GavelPolicy"
 
 #: (name, "module:Class", description, default keyword arguments of the variant)
 BUILTIN_POLICIES: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
@@ -45,11 +58,35 @@ BUILTIN_POLICIES: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
      "AlloX: min total completion time matching, non-preemptive", {}),
 )
 
+#: Gavel formulations whose online policy is a list policy of its own, not the adapter:
+#: name -> ("module:Class", description, default keyword arguments).
+GAVEL_POLICY_ALIASES: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "gavel.fifo_agnostic": (
+        "schedlab.policies.fifo:Fifo",
+        "Gavel's FIFO: type-blind, arrival order, a job keeps its type, head-of-line blocking "
+        "(same policy as fifo_agnostic)",
+        {"heterogeneity_aware": False}),
+    "gavel.fifo_agnostic_quirks": (
+        "schedlab.policies.fifo:Fifo",
+        "Gavel's FIFO as its code runs (gavel_code_quirks=True, Gavel's round mechanism): "
+        "reproduces Gavel's published FIFO numbers",
+        {"heterogeneity_aware": False, "gavel_code_quirks": True}),
+}
 
-def register_builtin_policies() -> None:
-    """Register every entry of :data:`BUILTIN_POLICIES` (called on import)."""
-    for name, factory, description, defaults in BUILTIN_POLICIES:
-        register_policy(name, factory, description, **defaults)
+
+def gavel_adapter_policies() -> tuple[tuple[str, str, str, dict[str, Any]], ...]:
+    """One row per Gavel formulation run through :data:`GAVEL_ADAPTER` (the aliases left out),
+    in the format of :data:`BUILTIN_POLICIES`."""
+    return tuple(
+        (name, GAVEL_ADAPTER, f"Gavel adapter: {description}", {"formulation": name})
+        for name, _, description, _ in GAVEL_FORMULATIONS
+        if name not in GAVEL_POLICY_ALIASES
+    )
 
 
-register_builtin_policies()
+def register_builtin_policies(registry: Registry[Any]) -> None:
+    """Register the three tables of the module docstring into ``registry``."""
+    for name, factory, description, defaults in BUILTIN_POLICIES + gavel_adapter_policies():
+        registry.register(name, factory, description, **defaults)
+    for name, (factory, description, defaults) in GAVEL_POLICY_ALIASES.items():
+        registry.register(name, factory, description, **defaults)

@@ -242,6 +242,15 @@ class Fifo(Policy):
         self._rng = random.Random(0)
         self._rounds: GavelRoundState | None = None
 
+    def reset(self) -> None:
+        """Forget the previous run: counters, the type-blind FIFO's job -> type map, arrival
+        ranks, random stream and round-mechanism state."""
+        super().reset()
+        self._allocation = {}
+        self._rank = {}
+        self._rng = random.Random(0)
+        self._rounds = None
+
     def decide(self, state: ClusterState) -> list[Assignment]:
         """Keep the running jobs, then start waiting jobs in arrival order."""
         self.decisions += 1
@@ -358,6 +367,13 @@ class RandomOrder(Policy):
         self.heterogeneity_aware = heterogeneity_aware
         self._rng: random.Random | None = None
         self._rng_seed: int | None = None
+
+    def reset(self) -> None:
+        """Forget the previous run: counters and the random stream (the next decision starts
+        it again from the seed)."""
+        super().reset()
+        self._rng = None
+        self._rng_seed = None
 
     def decide(self, state: ClusterState) -> list[Assignment]:
         """Shuffle, then place greedily."""

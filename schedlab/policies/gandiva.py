@@ -183,6 +183,11 @@ class GandivaTimeSlicing(Policy):
         self.heterogeneity_aware = heterogeneity_aware
         self.queue = RoundRobin()
 
+    def reset(self) -> None:
+        """Forget the previous run: counters and the round-robin queue."""
+        super().reset()
+        self.queue = RoundRobin()
+
     def decide(self, state: ClusterState) -> list[Assignment]:
         """Time-slice, defragment, pack."""
         self.decisions += 1
@@ -250,6 +255,12 @@ class GandivaFair(Policy):
             raise ValueError("tickets must be positive")
         self.heterogeneity_aware = heterogeneity_aware
         self.passes: dict[str, float] = {}
+        self.queue = RoundRobin()
+
+    def reset(self) -> None:
+        """Forget the previous run: counters, every user's pass and the round-robin queue."""
+        super().reset()
+        self.passes = {}
         self.queue = RoundRobin()
 
     @staticmethod

@@ -56,7 +56,6 @@ from schedlab.formulations.gavel.rounds import (
 )
 from schedlab.instance import Cluster, Instance, Job, Params
 from schedlab.policies.base import Policy
-from schedlab.policies.registry import register_policy
 from schedlab.policies.state import Assignment, ClusterState, JobState
 from schedlab.registry import formulations
 from schedlab.solvers import LpMethod, SolverOptions, new_highs
@@ -344,6 +343,17 @@ class GavelPolicy(Policy):
         # Gavel's cumulative isolated time (FinishTimeFairnessPolicyWithPerf), per job
         self._isolated_s: dict[str, float] = {}
         self._isolated_prev: dict[str, tuple[float, float]] = {}  # (remaining, T_iso)
+
+    def reset(self) -> None:
+        """Forget the previous run: the counters, the last objective, the per-cluster set-up
+        (rebuilt by the next decision) and Gavel's cumulative isolated times."""
+        super().reset()
+        self.last_objective = None
+        self._cluster_key = None
+        self._cluster = None
+        self._gavel = None
+        self._isolated_s = {}
+        self._isolated_prev = {}
 
     # set-up per cluster ------------------------------------------------------------------
     def _setup(self, cluster: Cluster) -> None:
@@ -758,37 +768,3 @@ class GavelPolicy(Policy):
             rank=rank, members=members, work_conserving=self.work_conserving,
             min_share=self.min_share)
         return chosen, pair_jobs
-
-
-# ------------------------------------------------------------------------ registration
-
-
-#: Gavel formulations whose online policy is a list policy of its own, not the adapter: the
-#: type-blind FIFO needs no LP, and ``fifo_agnostic`` is the same policy (one implementation).
-GAVEL_POLICY_ALIASES: dict[str, tuple[str, str, dict[str, object]]] = {
-    "gavel.fifo_agnostic": (
-        "schedlab.policies.fifo:Fifo",
-        "Gavel's FIFO: type-blind, arrival order, a job keeps its type, head-of-line blocking "
-        "(same policy as fifo_agnostic)",
-        {"heterogeneity_aware": False}),
-    "gavel.fifo_agnostic_quirks": (
-        "schedlab.policies.fifo:Fifo",
-        "Gavel's FIFO as its code runs (gavel_code_quirks=True, Gavel's round mechanism): "
-        "reproduces Gavel's published FIFO numbers",
-        {"heterogeneity_aware": False, "gavel_code_quirks": True}),
-}
-
-
-def register_gavel_policies() -> None:
-    """Register every Gavel formulation as a policy of the same name (the adapter), except
-    the names of :data:`GAVEL_POLICY_ALIASES`, which name list policies."""
-    for name, entry in formulations().items():
-        if issubclass(entry.cls, gavel_formulations.GavelPolicy) \
-                and name not in GAVEL_POLICY_ALIASES:
-            register_policy(name, GavelPolicy, f"Gavel adapter: {entry.description}",
-                            formulation=name)
-    for name, (factory, description, defaults) in GAVEL_POLICY_ALIASES.items():
-        register_policy(name, factory, description, **defaults)
-
-
-register_gavel_policies()

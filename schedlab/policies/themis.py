@@ -83,6 +83,11 @@ class Themis(Policy):
         self.heterogeneity_aware = heterogeneity_aware
         self.leases: dict[str, Lease] = {}
 
+    def reset(self) -> None:
+        """Forget the previous run: counters and every lease."""
+        super().reset()
+        self.leases = {}
+
     def decide(self, state: ClusterState) -> list[Assignment]:
         """Honour live leases, then allocate by decreasing rho."""
         self.decisions += 1

@@ -199,6 +199,16 @@ class Tiresias(Policy):
             self.description = ("Tiresias discretized 2D-Gittins: attained GPU-s queues, "
                                 "Gittins index within a queue")
 
+    def reset(self) -> None:
+        """Forget the previous run: counters, the queue lists, promotions and the cached
+        service distribution."""
+        super().reset()
+        self._promoted = {}
+        self._dist_cache = None
+        self._queues = [[] for _ in range(len(self.thresholds_gpu_s) + 1)]
+        self._queue_of_id = {}
+        self._last_round = None
+
     @property
     def queues(self) -> list[list[str]]:
         """The queue lists Q_0 .. Q_{K-1} (job ids, in order) after the last decision."""

@@ -624,6 +624,7 @@ def simulate(
             js.steps_done = min(float(math.floor(js.steps_done)), js.total_steps - 1.0)
     order = sorted(range(len(all_jobs)), key=lambda i: all_jobs[i].arrival)
     pending = [all_jobs[i] for i in order]
+    policy.reset()  # a run starts afresh: counters and the policy's memory of earlier runs
     name = policy.name or type(policy).__name__
     log.info("simulating %s: %d jobs, %s GPUs, round %.6g s, %s", name, len(pending),
              {k: p.count for k, p in cluster.accelerators.items()}, length, mode)

@@ -34,7 +34,6 @@ from schedlab.formulations.gavel.data import (
 )
 from schedlab.formulations.gavel.fast import solve_max_min_fast
 from schedlab.instance import Instance
-from schedlab.registry import register
 from schedlab.solution import Solution, Status, Timings
 from schedlab.solvers import PersistentSolver, SolveResult, SolverOptions
 
@@ -505,67 +504,3 @@ class Fifo(GavelPolicy):
         self.finish(solution, instance, true, true, x, np.zeros(true.pair_allowed.shape))
         solution.timings = Timings(solve_s=time.perf_counter() - t0)
         return solution
-
-
-# --------------------------------------------------------------------------- registry
-
-register("gavel.max_min_fairness", MaxMinFairness)
-register(
-    "gavel.max_min_fairness_agnostic",
-    MaxMinFairness,
-    "max-min fairness, heterogeneity-agnostic (Gavel's LAS baseline)",
-    heterogeneity_aware=False,
-)
-register(
-    "gavel.max_min_fairness_packed",
-    MaxMinFairness,
-    "max-min fairness with space sharing (co-located pairs)",
-    space_sharing=True,
-)
-register("gavel.max_sum_throughput", MaxSumThroughput)
-register(
-    "gavel.max_sum_throughput_agnostic",
-    MaxSumThroughput,
-    "max sum throughput, heterogeneity-agnostic",
-    heterogeneity_aware=False,
-)
-register(
-    "gavel.min_cost",
-    MaxSumThroughput,
-    "maximize the sum of throughputs per dollar, T/c_k (Gavel's cost policy), with SLOs",
-    cost=True,
-)
-register(
-    "gavel.max_sum_throughput_normalized",
-    MaxSumThroughput,
-    "sum of throughputs, each job's divided by its best type's (not Gavel's policy: an option)",
-    normalize="best_type",
-)
-register(
-    "gavel.min_cost_normalized",
-    MaxSumThroughput,
-    "per-dollar throughput over s_j c_k, each job's divided by its best type's (an option)",
-    cost=True,
-    normalize="best_type",
-)
-register("gavel.min_makespan", MinMakespan)
-register(
-    "gavel.min_makespan_agnostic",
-    MinMakespan,
-    "min makespan, heterogeneity-agnostic",
-    heterogeneity_aware=False,
-)
-register("gavel.finish_time_fairness", FinishTimeFairness)
-register(
-    "gavel.finish_time_fairness_agnostic",
-    FinishTimeFairness,
-    "finish-time fairness, heterogeneity-agnostic",
-    heterogeneity_aware=False,
-)
-register("gavel.fifo", Fifo)
-register(
-    "gavel.fifo_agnostic",
-    Fifo,
-    "FIFO on the first free accelerator type (heterogeneity-agnostic)",
-    heterogeneity_aware=False,
-)
