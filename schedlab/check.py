@@ -10,7 +10,11 @@ fills:
 * :func:`check_allocation` - Gavel time shares X[j,k] and co-located pair shares Y[p,k];
 * :func:`check_rounds` - per-round placements of the round-based mechanism;
 * :func:`check_schedule` - timed schedules (Saturn configurations and nodes, Hare rounds and
-  barriers, capacity at every instant).
+  barriers, capacity at every instant);
+* :func:`check_objective` - the claimed ``objective`` against the one re-derived from the
+  allocation or schedule by the formulation's own
+  :meth:`~schedlab.formulations.base.Formulation.objective_of` (plain numpy, never the
+  solution's ``metrics``), within a relative tolerance ``OBJECTIVE_REL_TOL``.
 """
 
 from __future__ import annotations
@@ -21,13 +25,19 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
+from schedlab.errors import UnknownNameError
 from schedlab.instance import Instance, Job, SaturnConfig
+from schedlab.registry import get_formulation
 from schedlab.solution import Placement, ScheduleEntry, Solution
 
 #: Relative tolerance on durations (runtime of a Saturn configuration, Hare task time).
 REL_TOL = 1e-6
 #: At most this many job names are listed in one capacity violation.
 _MAX_NAMES = 8
+#: Relative tolerance on the objective: |claimed - re-derived| <= OBJECTIVE_REL_TOL x
+#: max(1, |claimed|, |re-derived|).  It absorbs solver round-off and shares below 1e-9 that
+#: a formulation leaves out of its allocation (its objective was evaluated with them).
+OBJECTIVE_REL_TOL = 1e-6
 
 
 def check(instance: Instance, solution: Solution, *, tol: float = 1e-6) -> list[str]:
@@ -39,7 +49,44 @@ def check(instance: Instance, solution: Solution, *, tol: float = 1e-6) -> list[
         violations += check_rounds(instance, solution, tol=tol)
     if solution.schedule:
         violations += check_schedule(instance, solution, tol=tol)
+    violations += check_objective(instance, solution)
     return violations
+
+
+# ------------------------------------------------------------------------- objective
+
+
+def check_objective(instance: Instance, solution: Solution) -> list[str]:
+    """The claimed objective equals the one re-derived from the allocation or schedule.
+
+    The formulation is looked up by ``solution.formulation`` in the registry and its
+    :meth:`~schedlab.formulations.base.Formulation.objective_of` recomputes the objective from
+    ``instance`` and the solution's allocation / schedule.  Nothing is compared (no violation)
+    when the solution claims no objective or has no usable solution (``infeasible``, ``error``,
+    ...), when the name is not registered, or when the formulation declares no objective.
+    Claimed c and re-derived d agree when both are the same infinity or
+    |c - d| <= ``OBJECTIVE_REL_TOL`` max(1, |c|, |d|); a NaN never agrees.
+    """
+    claimed = solution.objective
+    if claimed is None or not solution.status.has_solution:
+        return []
+    try:
+        formulation = get_formulation(solution.formulation)
+    except UnknownNameError:
+        return []
+    derived = formulation.objective_of(instance, solution)
+    if derived is None or _objectives_agree(claimed, derived):
+        return []
+    return [f"objective: {solution.formulation} claims {claimed:.12g} but its allocation or "
+            f"schedule gives {derived:.12g} (relative tolerance {OBJECTIVE_REL_TOL:g})"]
+
+
+def _objectives_agree(claimed: float, derived: float) -> bool:
+    """Same infinity, or within ``OBJECTIVE_REL_TOL`` relative (at least 1 unit) of each other."""
+    if math.isinf(claimed) or math.isinf(derived):
+        return claimed == derived
+    scale = max(1.0, abs(claimed), abs(derived))
+    return abs(claimed - derived) <= OBJECTIVE_REL_TOL * scale
 
 
 def check_allocation(instance: Instance, solution: Solution, *, tol: float = 1e-6) -> list[str]:

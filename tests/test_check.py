@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -10,7 +11,15 @@ from hypothesis import strategies as st
 
 from schedlab.check import check, check_rounds, check_schedule
 from schedlab.instance import Instance, instance_from_dict
-from schedlab.solution import InstanceRef, Placement, ScheduleEntry, Solution, Status
+from schedlab.registry import get_formulation
+from schedlab.solution import (
+    InstanceRef,
+    PairShare,
+    Placement,
+    ScheduleEntry,
+    Solution,
+    Status,
+)
 
 
 def make_solution(instance: Instance, **parts: Any) -> Solution:
@@ -310,3 +319,102 @@ def test_capacity_sweep_matches_brute_force(
     assert bool(violations) == (peak > capacity), (violations, peak)
     if violations:
         reported(violations, f"accelerator t4: {peak} GPUs in use")
+
+
+# ------------------------------------------------------------------------- objective
+
+
+def gavel_shares(with_pair: bool) -> dict[str, Any]:
+    """a: 1/2 V100; b: 1/4 V100 + 1/4 K80; c: all of K80; optionally a+b on V100 for 1/4."""
+    pairs = [PairShare(jobs=("a", "b"), accelerator="v100", fraction=0.25)] if with_pair else []
+    return {
+        "allocation": {"a": {"v100": 0.5}, "b": {"v100": 0.25, "k80": 0.25}, "c": {"k80": 1.0}},
+        "colocated_allocation": pairs,
+    }
+
+
+# By hand: T_eq = sum_k T[j,k] n_k / N with N = 6: a (4*2 + 1*4)/6 = 2, b (3*2 + 1.5*4)/6 = 2,
+# c (2*4)/6 = 4/3.  Solo throughputs: a 4/2 = 2, b 3/4 + 1.5/4 = 1.125, c 2; the pair adds
+# 2.5/4 to a and 2/4 to b.  Normalized s_j thr_j / (w_j T_eq[j]): a 1, b 0.5625, c 3 solo;
+# a 1.3125, b 0.8125 with the pair.  Sum of throughputs (X only): 2 + 1.125 + 2 = 5.125.
+GAVEL_OBJECTIVES = [
+    ("gavel.max_min_fairness", False, 0.5625),
+    ("gavel.max_min_fairness_packed", True, 0.8125),
+    ("gavel.max_min_fairness", True, 0.8125),  # pair shares count whatever the name
+    ("gavel.hierarchical", False, 0.5625),  # each job its own entity, weight 1
+    ("gavel.max_sum_throughput", True, 5.125),
+    ("gavel.fifo", False, 3.0),  # jobs holding some share
+]
+
+
+@pytest.mark.parametrize(("name", "with_pair", "expected"), GAVEL_OBJECTIVES)
+def test_gavel_objective_rederived_by_hand(
+    gavel: Instance, name: str, with_pair: bool, expected: float
+) -> None:
+    solution = make_solution(gavel, **gavel_shares(with_pair))
+    derived = get_formulation(name).objective_of(gavel, solution)
+    assert derived == pytest.approx(expected, rel=1e-12)
+    solution.formulation = name
+    solution.objective = expected
+    assert check(gavel, solution) == []
+    solution.objective = expected * 1.001
+    reported(check(gavel, solution), f"objective: {name} claims", "gives")
+
+
+# saturn_plan by hand: p ends at 60 s, q at 160 s: makespan 160; weighted completion with
+# w_p = 3, w_q = 1: 3*60 + 160 = 340.
+SATURN_OBJECTIVES = [
+    ("saturn.time_indexed", 160.0),
+    ("saturn.disjunctive", 160.0),
+    ("saturn.greedy", 160.0),
+    ("saturn.introspective", 160.0),
+    ("saturn.time_indexed_wct", 340.0),
+]
+
+
+@pytest.mark.parametrize(("name", "expected"), SATURN_OBJECTIVES)
+def test_saturn_objective_rederived_by_hand(saturn: Instance, name: str,
+                                            expected: float) -> None:
+    weighted = saturn.model_copy(update={"jobs": [
+        saturn.jobs[0].model_copy(update={"weight": 3.0}), saturn.jobs[1]]})
+    solution = make_solution(weighted, schedule=saturn_plan())
+    assert get_formulation(name).objective_of(weighted, solution) == pytest.approx(expected)
+    solution.formulation = name
+    solution.objective = expected
+    assert check(weighted, solution) == []
+    solution.objective = expected - 1.0
+    reported(check(weighted, solution), f"objective: {name} claims {expected - 1:g}",
+             f"gives {expected:g}")
+
+
+def test_objective_tolerance_is_relative(saturn: Instance) -> None:
+    """Makespan 160 s may be claimed within 1e-6 x 160 s: +5e-5 s passes, +1e-3 s does not."""
+    solution = make_solution(saturn, schedule=saturn_plan())
+    solution.formulation = "saturn.greedy"
+    solution.objective = 160.0 + 5e-5
+    assert check(saturn, solution) == []
+    solution.objective = 160.0 + 1e-3
+    reported(check(saturn, solution), "claims 160.001 but")
+
+
+def test_objective_not_compared_without_a_claim_a_solution_or_a_known_name(
+    saturn: Instance,
+) -> None:
+    """No objective, a status without a solution, or an unregistered name: nothing compared."""
+    plan = saturn_plan()
+    unnamed = make_solution(saturn, schedule=plan, objective=1.0)  # formulation "test"
+    assert check(saturn, unnamed) == []
+    no_claim = make_solution(saturn, schedule=plan)
+    no_claim.formulation = "saturn.greedy"
+    assert check(saturn, no_claim) == []
+    infeasible = no_claim.model_copy(update={"status": Status.INFEASIBLE, "objective": 1.0})
+    assert check(saturn, infeasible) == []
+
+
+def test_objective_infinities_and_nan(saturn: Instance) -> None:
+    """A NaN claim never agrees; an infinite claim agrees only with the same infinity."""
+    solution = make_solution(saturn, schedule=saturn_plan())
+    solution.formulation = "saturn.greedy"
+    for bad in (math.nan, math.inf):
+        solution.objective = bad
+        reported(check(saturn, solution), "objective: saturn.greedy claims", "gives 160")

@@ -36,6 +36,13 @@ class Formulation(ABC):
     ) -> Solution:
         """Read the solved model into a Solution (status, objective, allocation, ...)."""
 
+    def objective_of(self, instance: Instance, solution: Solution) -> float | None:
+        """The objective of ``solution`` re-derived from ``instance`` and the solution's
+        allocation / schedule alone (never its ``metrics``), in plain numpy; the same quantity
+        the formulation reports as ``solution.objective``.  None: this formulation declares no
+        objective (the checker then compares nothing)."""
+        return None
+
     def validate(self, instance: Instance) -> None:  # noqa: B027 - optional hook
         """Raise :class:`~schedlab.errors.InputError` when the instance lacks a needed field."""
 

@@ -32,6 +32,7 @@ from schedlab.formulations.base import Formulation
 from schedlab.formulations.gavel.data import (
     FloatArray,
     GavelData,
+    allocation_arrays,
     allocation_dicts,
     effective_throughput,
     gavel_data,
@@ -178,6 +179,29 @@ class GavelPolicy(Formulation):
     @abstractmethod
     def objective_value(self, data: GavelData, x: FloatArray, y: FloatArray) -> float:
         """The policy's objective evaluated on an allocation (independent of the LP)."""
+
+    def objective_of(self, instance: Instance, solution: Solution) -> float | None:
+        """:meth:`objective_value` of the solution's allocation on the policy's data, as
+        :meth:`finish` evaluates ``solution.objective``: X and Y read back from
+        ``solution.allocation`` / ``colocated_allocation`` by :func:`allocation_arrays`.
+
+        The objective is a function of the whole allocation (X, Y): co-located shares count
+        whenever the solution holds some, also under a name whose variant does not pack (its
+        own solutions have Y = 0, so nothing changes for them).  Shares naming a job or
+        accelerator type the instance lacks are left out (the checker reports them on their
+        own)."""
+        data, _ = self.policy_data(instance)
+        if solution.colocated_allocation and not data.pairs:
+            data = gavel_data(instance, space_sharing=True)
+        jobs, types = set(data.job_ids), set(data.types)
+        allocation = {
+            job: {acc: share for acc, share in shares.items() if acc in types}
+            for job, shares in solution.allocation.items()
+            if job in jobs
+        }
+        colocated = [p for p in solution.colocated_allocation if p.accelerator in types]
+        x, y = allocation_arrays(data, allocation, colocated)
+        return self.objective_value(data, x, y)
 
     # model ----------------------------------------------------------------
     def build(self, instance: Instance) -> pyo.ConcreteModel:

@@ -37,6 +37,7 @@ from schedlab.errors import SolverError
 from schedlab.formulations.gavel.base import GavelPolicy, read_allocation
 from schedlab.formulations.gavel.data import FloatArray, GavelData, effective_throughput
 from schedlab.instance import Instance
+from schedlab.registry import register
 from schedlab.solution import Solution, Status, Timings
 from schedlab.solvers import PersistentSolver, SolverOptions
 
@@ -89,6 +90,16 @@ class Hierarchical(GavelPolicy):
         return float(min(v[g].sum() / w for g, w in zip(groups, weights, strict=True)))
 
     _groups_cache: tuple[list[list[int]], FloatArray] = ([], np.zeros(0))
+
+    def objective_of(self, instance: Instance, solution: Solution) -> float | None:
+        """The first level t = min_g G_g / omega_g of the solution's allocation, with the
+        groups and weights taken from ``instance`` (as :meth:`solve` sets them before it
+        evaluates :meth:`objective_value`); None when there is no group (no job)."""
+        groups, weights, _ = self.groups(instance)
+        if not groups:
+            return None
+        self._groups_cache = (groups, weights)
+        return super().objective_of(instance, solution)
 
     @staticmethod
     def _values(data: GavelData, x: FloatArray, y: FloatArray) -> FloatArray:
@@ -209,3 +220,18 @@ class Hierarchical(GavelPolicy):
             build_s=t1 - t0, solve_s=t2 - t1, extract_s=time.perf_counter() - t2
         )
         return solution
+
+
+register("gavel.hierarchical", Hierarchical)
+register(
+    "gavel.hierarchical_fifo",
+    Hierarchical,
+    "hierarchical: max-min fairness across entities, FIFO inside each entity",
+    within="fifo",
+)
+register(
+    "gavel.hierarchical_agnostic",
+    Hierarchical,
+    "hierarchical water-filling, heterogeneity-agnostic",
+    heterogeneity_aware=False,
+)

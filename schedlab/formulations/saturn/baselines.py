@@ -31,6 +31,7 @@ from schedlab.formulations.saturn.data import (
     weighted_completion,
 )
 from schedlab.instance import Instance
+from schedlab.registry import register
 from schedlab.solution import InstanceRef, ScheduleEntry, Solution, Status, Timings
 from schedlab.solvers import SolveResult, SolverOptions
 
@@ -167,6 +168,10 @@ class SaturnHeuristic(Formulation):
             return random_placements(data, self.seed)
         return greedy_placements(data)
 
+    def objective_of(self, instance: Instance, solution: Solution) -> float | None:
+        """Makespan = latest end of the schedule, s (0 when empty)."""
+        return makespan(solution.schedule)
+
     def build(self, instance: Instance) -> object:
         return None
 
@@ -181,6 +186,26 @@ class SaturnHeuristic(Formulation):
         solution.solver = "none"
         solution.timings = Timings(solve_s=time.perf_counter() - t0)
         return solution
+
+
+register(
+    "saturn.current_practice",
+    SaturnHeuristic,
+    "Saturn baseline: each job on all GPUs of one node, FIFO",
+    rule="current_practice",
+)
+register(
+    "saturn.greedy",
+    SaturnHeuristic,
+    "Saturn baseline: LPT list scheduling with the earliest-finishing configuration",
+    rule="greedy",
+)
+register(
+    "saturn.random",
+    SaturnHeuristic,
+    "Saturn baseline: random order and random configuration (seeded)",
+    rule="random",
+)
 
 
 def serial_makespan(data: SaturnData, sequence: Sequence[tuple[int, Option, NodeSpec]]

@@ -68,10 +68,12 @@ from schedlab.formulations.saturn.data import (
     Option,
     SaturnData,
     lower_bound,
+    makespan,
     saturn_data,
 )
 from schedlab.formulations.saturn.models import TimeIndexed
 from schedlab.instance import Instance
+from schedlab.registry import register
 from schedlab.solution import InstanceRef, ScheduleEntry, Solution, Status, Timings
 from schedlab.solvers import PersistentSolver, SolveResult, SolverOptions
 
@@ -582,6 +584,10 @@ class Introspective(Formulation):
     def validate(self, instance: Instance) -> None:
         self.data(instance)
 
+    def objective_of(self, instance: Instance, solution: Solution) -> float | None:
+        """The realized makespan = latest end of the executed segments, s (0 when empty)."""
+        return makespan(solution.schedule)
+
     def build(self, instance: Instance) -> pyo.ConcreteModel:
         """The model of the initial (static) plan: the default time-indexed MILP."""
         return self._static_formulation().build(instance)
@@ -784,3 +790,6 @@ class Introspective(Formulation):
                 "resolve_log": [r.as_dict() for r in history],
             },
         )
+
+
+register("saturn.introspective", Introspective)

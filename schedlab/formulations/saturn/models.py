@@ -86,6 +86,7 @@ from schedlab.formulations.saturn.data import (
 )
 from schedlab.formulations.saturn.nodes import benders_applicable, benders_makespan, warm_up
 from schedlab.instance import Instance
+from schedlab.registry import register
 from schedlab.solution import Solution, Status, Timings
 from schedlab.solvers import PersistentSolver, SolveResult, SolverOptions
 
@@ -162,6 +163,18 @@ class SaturnMilp(Formulation):
     @abstractmethod
     def placements(self, model: pyo.ConcreteModel, data: SaturnData) -> list[Placement]:
         """(job, option, node, start s) read from a solved model."""
+
+    def objective_of(self, instance: Instance, solution: Solution) -> float | None:
+        """Makespan = latest end of the schedule, s (0 when empty); or, with
+        ``objective="weighted_completion"``, sum_j w_j C_j (s) with C_j the latest end of job
+        j's entries and w_j from the instance (entries naming no instance job are left out)."""
+        if self.objective == "makespan":
+            return makespan(solution.schedule)
+        completion: dict[str, float] = {}
+        for e in solution.schedule:
+            completion[e.job] = max(completion.get(e.job, e.end), e.end)
+        weight = {job.id: job.weight for job in instance.jobs}
+        return sum(weight[job] * end for job, end in completion.items() if job in weight)
 
     def finish_solution(
         self,
@@ -778,3 +791,13 @@ class Disjunctive(SaturnMilp):
             if result.termination == "maxTimeLimit":
                 solution.status = Status.TIME_LIMIT
         return solution
+
+
+register("saturn.time_indexed", TimeIndexed)
+register(
+    "saturn.time_indexed_wct",
+    TimeIndexed,
+    "Saturn time-indexed MILP minimizing weighted completion time",
+    objective="weighted_completion",
+)
+register("saturn.disjunctive", Disjunctive)
