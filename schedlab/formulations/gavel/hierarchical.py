@@ -37,7 +37,6 @@ from schedlab.errors import SolverError
 from schedlab.formulations.gavel.base import GavelPolicy, read_allocation
 from schedlab.formulations.gavel.data import FloatArray, GavelData, effective_throughput
 from schedlab.instance import Instance
-from schedlab.registry import register
 from schedlab.solution import Solution, Status, Timings
 from schedlab.solvers import PersistentSolver, SolverOptions
 
@@ -220,18 +219,3 @@ class Hierarchical(GavelPolicy):
             build_s=t1 - t0, solve_s=t2 - t1, extract_s=time.perf_counter() - t2
         )
         return solution
-
-
-register("gavel.hierarchical", Hierarchical)
-register(
-    "gavel.hierarchical_fifo",
-    Hierarchical,
-    "hierarchical: max-min fairness across entities, FIFO inside each entity",
-    within="fifo",
-)
-register(
-    "gavel.hierarchical_agnostic",
-    Hierarchical,
-    "hierarchical water-filling, heterogeneity-agnostic",
-    heterogeneity_aware=False,
-)

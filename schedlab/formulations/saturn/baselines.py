@@ -31,7 +31,6 @@ from schedlab.formulations.saturn.data import (
     weighted_completion,
 )
 from schedlab.instance import Instance
-from schedlab.registry import register
 from schedlab.solution import InstanceRef, ScheduleEntry, Solution, Status, Timings
 from schedlab.solvers import SolveResult, SolverOptions
 
@@ -186,26 +185,6 @@ class SaturnHeuristic(Formulation):
         solution.solver = "none"
         solution.timings = Timings(solve_s=time.perf_counter() - t0)
         return solution
-
-
-register(
-    "saturn.current_practice",
-    SaturnHeuristic,
-    "Saturn baseline: each job on all GPUs of one node, FIFO",
-    rule="current_practice",
-)
-register(
-    "saturn.greedy",
-    SaturnHeuristic,
-    "Saturn baseline: LPT list scheduling with the earliest-finishing configuration",
-    rule="greedy",
-)
-register(
-    "saturn.random",
-    SaturnHeuristic,
-    "Saturn baseline: random order and random configuration (seeded)",
-    rule="random",
-)
 
 
 def serial_makespan(data: SaturnData, sequence: Sequence[tuple[int, Option, NodeSpec]]

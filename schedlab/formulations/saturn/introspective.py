@@ -73,7 +73,6 @@ from schedlab.formulations.saturn.data import (
 )
 from schedlab.formulations.saturn.models import TimeIndexed
 from schedlab.instance import Instance
-from schedlab.registry import register
 from schedlab.solution import InstanceRef, ScheduleEntry, Solution, Status, Timings
 from schedlab.solvers import PersistentSolver, SolveResult, SolverOptions
 
@@ -790,6 +789,3 @@ class Introspective(Formulation):
                 "resolve_log": [r.as_dict() for r in history],
             },
         )
-
-
-register("saturn.introspective", Introspective)

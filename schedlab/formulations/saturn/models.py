@@ -86,7 +86,6 @@ from schedlab.formulations.saturn.data import (
 )
 from schedlab.formulations.saturn.nodes import benders_applicable, benders_makespan, warm_up
 from schedlab.instance import Instance
-from schedlab.registry import register
 from schedlab.solution import Solution, Status, Timings
 from schedlab.solvers import PersistentSolver, SolveResult, SolverOptions
 
@@ -791,13 +790,3 @@ class Disjunctive(SaturnMilp):
             if result.termination == "maxTimeLimit":
                 solution.status = Status.TIME_LIMIT
         return solution
-
-
-register("saturn.time_indexed", TimeIndexed)
-register(
-    "saturn.time_indexed_wct",
-    TimeIndexed,
-    "Saturn time-indexed MILP minimizing weighted completion time",
-    objective="weighted_completion",
-)
-register("saturn.disjunctive", Disjunctive)
