@@ -193,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: 0.2)")
     saturn.add_argument("--seeds", type=_positive_int, default=3, metavar="N",
                         help="noise seeds 0..N-1 (default: 3)")
+    saturn.add_argument("--restart-cost", type=_nonnegative_float, default=60.0, metavar="S",
+                        help="seconds to resume a checkpointed job, written into every "
+                        "realized instance (default: 60)")
     saturn.set_defaults(handler=_cmd_tables_saturn)
 
     schema = sub.add_parser("schema", parents=[common], help="print a JSON Schema",
@@ -553,7 +556,8 @@ def _cmd_tables_saturn(args: argparse.Namespace) -> int:
     instances = (st.load_instances(args.instance) if args.instance
                  else st.default_instances())
     settings = st.TableSettings(time_limit_s=args.time_limit, sigma=args.sigma,
-                                seeds=tuple(range(args.seeds)))
+                                seeds=tuple(range(args.seeds)),
+                                restart_cost_s=args.restart_cost)
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=Console(stderr=True),
                         disable=args.quiet, transient=True)

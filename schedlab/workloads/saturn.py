@@ -13,13 +13,19 @@ runtime); a scheduler picks one configuration, one node and a start time per job
 - :func:`random_saturn_instance`: seeded random jobs with sub-linear speed-ups, for tests
   and benchmarks.
 - :func:`write_example_instances`: the files of ``instances/saturn/``.
+- :func:`with_runtime_noise`, :func:`with_runtime_factors`, :func:`with_restart_cost`: the
+  execution's truth written into an instance (``Job.runtime_factor`` = true runtime /
+  estimate of every configuration of the job; ``Params.restart_cost_s`` = seconds to resume a
+  checkpointed job), read by the node-level simulator and the checker; planners see only the
+  estimates ``runtime_s``.  Both generators take ``runtime_noise`` / ``runtime_seed`` /
+  ``restart_cost_s`` to write them directly.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +95,9 @@ def model_selection_instance(
     techniques: Sequence[str | ParallelismTechnique] | None = None,
     name: str | None = None,
     description: str | None = None,
+    runtime_noise: float = 0.0,
+    runtime_seed: int | None = None,
+    restart_cost_s: float | None = None,
 ) -> Instance:
     """A model-selection workload: one fine-tuning job per (model, learning rate, batch size).
 
@@ -110,6 +119,9 @@ def model_selection_instance(
             ``numpy.random.default_rng(seed)`` (profiling noise); 0 keeps the estimates.
         micro_batch_size: b of every job.
         techniques: technique names (default: every registered technique).
+        runtime_noise, runtime_seed, restart_cost_s: the execution's truth (see
+            :func:`with_execution_truth`; ``runtime_seed`` None = ``seed``).  Unlike ``noise``,
+            which changes the estimates every planner sees, these leave the estimates alone.
     """
     nodes = _check_count(nodes, "nodes")
     gpus_per_node = _check_count(gpus_per_node, "gpus_per_node")
@@ -164,7 +176,8 @@ def model_selection_instance(
         "cluster": _cluster(nodes, gpus_per_node, gpu_spec.name),
         "jobs": jobs,
     }
-    return instance_from_dict(document, source=label)
+    return with_execution_truth(instance_from_dict(document, source=label), runtime_noise,
+                                seed if runtime_seed is None else runtime_seed, restart_cost_s)
 
 
 # --------------------------------------------------------------------------- three jobs
@@ -241,6 +254,9 @@ def random_saturn_instance(
     alpha_range: tuple[float, float] = (0.6, 0.95),
     infeasible_probability: float = 0.15,
     name: str | None = None,
+    runtime_noise: float = 0.0,
+    runtime_seed: int | None = None,
+    restart_cost_s: float | None = None,
 ) -> Instance:
     """Random SPASE jobs (ids "j0", "j1", ...), deterministic per ``seed``.
 
@@ -252,7 +268,9 @@ def random_saturn_instance(
     Each drawn configuration is infeasible with probability ``infeasible_probability``
     (as if out of memory), but every job keeps at least one feasible configuration.
     Each purpose (speed-up curves, configuration draws, infeasibility) has its own
-    Generator spawned from ``numpy.random.SeedSequence(seed)``.
+    Generator spawned from ``numpy.random.SeedSequence(seed)``.  ``runtime_noise``,
+    ``runtime_seed`` (None = ``seed``) and ``restart_cost_s`` write the execution's truth
+    (:func:`with_execution_truth`).
     """
     num_jobs = _check_count(num_jobs, "num_jobs", minimum=0)
     nodes = _check_count(nodes, "nodes")
@@ -293,7 +311,7 @@ def random_saturn_instance(
         jobs.append({"id": f"j{j}", "job_type": f"random (r1 {r1:.0f} s, alpha {alpha:.2f})",
                      "configs": configs})
     label = name or f"random-{num_jobs}jobs-{nodes}x{gpus_per_node}-seed{seed}"
-    return instance_from_dict({
+    instance = instance_from_dict({
         "schema": INSTANCE_SCHEMA,
         "name": label,
         "description": (
@@ -307,6 +325,78 @@ def random_saturn_instance(
         "cluster": _cluster(nodes, gpus_per_node, accelerator),
         "jobs": jobs,
     }, source=label)
+    return with_execution_truth(instance, runtime_noise,
+                                seed if runtime_seed is None else runtime_seed, restart_cost_s)
+
+
+# ------------------------------------------------------------------- execution's truth
+
+
+def runtime_noise_factors(num_jobs: int, sigma: float, seed: int) -> list[float]:
+    """f_j = exp(sigma z_j), z_j ~ N(0, 1) drawn in job order from
+    ``numpy.random.default_rng(seed)`` (``standard_normal(num_jobs)``), i.e.
+    f_j ~ lognormal(0, sigma) with E[f] = exp(sigma^2 / 2); all 1 when sigma = 0."""
+    if not (math.isfinite(sigma) and sigma >= 0):
+        raise InputError(f"runtime noise sigma must be a finite number >= 0, got {sigma!r}",
+                         field="runtime_noise")
+    if sigma == 0:
+        return [1.0] * num_jobs
+    z = np.random.default_rng(seed).standard_normal(num_jobs)
+    return [float(v) for v in np.exp(sigma * z)]
+
+
+def with_runtime_factors(instance: Instance, factors: Mapping[str, float]) -> Instance:
+    """A copy of ``instance`` whose jobs named in ``factors`` get ``runtime_factor`` = the
+    given f (true runtime / estimate of every configuration); other jobs keep theirs."""
+    known = {job.id for job in instance.jobs}
+    unknown = sorted(set(factors) - known)
+    if unknown:
+        raise InputError(f"runtime factors name unknown jobs {unknown}", file=instance.name,
+                         field="runtime_factor")
+    bad = {k: v for k, v in factors.items() if not (math.isfinite(v) and v > 0)}
+    if bad:
+        raise InputError(f"runtime factors must be finite and > 0, got {bad}",
+                         file=instance.name, field="runtime_factor")
+    jobs = [job.model_copy(update={"runtime_factor": float(factors[job.id])})
+            if job.id in factors else job for job in instance.jobs]
+    return instance.model_copy(update={"jobs": jobs})
+
+
+def with_runtime_noise(instance: Instance, sigma: float, seed: int) -> Instance:
+    """A copy of ``instance`` in which every job's true runtime is its estimate x f_j:
+    ``runtime_factor`` f_j = exp(sigma z_j), z ~ N(0, 1) from ``default_rng(seed)`` in job
+    order (:func:`runtime_noise_factors`).  Every job's factor is (re)written, 1 when
+    sigma = 0; the description notes the draw."""
+    factors = runtime_noise_factors(len(instance.jobs), sigma, seed)
+    noisy = with_runtime_factors(instance, dict(zip((job.id for job in instance.jobs), factors,
+                                                    strict=True)))
+    note = (f"True runtimes: estimate x runtime_factor, lognormal(0, {sigma:g}) per job from "
+            f"default_rng({seed}).")
+    return noisy.model_copy(update={
+        "description": f"{instance.description} {note}" if instance.description else note})
+
+
+def with_restart_cost(instance: Instance, seconds: float | None) -> Instance:
+    """A copy of ``instance`` with ``params.restart_cost_s`` = ``seconds`` (s to resume a
+    checkpointed job, no progress meanwhile; None = 0)."""
+    if seconds is not None and not (math.isfinite(seconds) and seconds >= 0):
+        raise InputError(f"restart cost must be a finite number >= 0 s, got {seconds!r}",
+                         file=instance.name, field="restart_cost_s")
+    params = instance.params.model_copy(update={"restart_cost_s": seconds})
+    return instance.model_copy(update={"params": params})
+
+
+def with_execution_truth(
+    instance: Instance, runtime_noise: float, seed: int, restart_cost_s: float | None
+) -> Instance:
+    """``instance`` with :func:`with_runtime_noise` (when ``runtime_noise`` > 0) and
+    :func:`with_restart_cost` (when ``restart_cost_s`` is not None) applied; unchanged when
+    neither is asked."""
+    if runtime_noise != 0:
+        instance = with_runtime_noise(instance, runtime_noise, seed)
+    if restart_cost_s is not None:
+        instance = with_restart_cost(instance, restart_cost_s)
+    return instance
 
 
 # --------------------------------------------------------------------------- examples

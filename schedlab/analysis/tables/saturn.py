@@ -6,18 +6,22 @@ For each instance, rows:
 
 * plans on the estimated runtimes (the instance's ``runtime_s``):
   ``current practice``, ``greedy``, ``random``, ``disjunctive MILP``, ``time-indexed MILP``;
-* the same workload *executed* with noisy runtimes, true runtime = estimate x lognormal(0,
-  sigma) per job, mean over ``seeds`` (the same seeds for every row):
+* the same workload *executed* with noisy runtimes, mean over ``seeds`` (the same seeds for
+  every row): per seed the instance's truth is written by
+  :func:`~schedlab.workloads.saturn.with_runtime_noise` (true runtime = estimate x
+  lognormal(0, sigma) per job) and :func:`~schedlab.workloads.saturn.with_restart_cost`, and
+  every row runs in that realized instance (:mod:`schedlab.simulator.nodes`):
   ``current practice`` (its plan executed), ``time-indexed, static`` (the time-indexed plan
   executed without re-planning), ``introspective`` (re-solved every interval,
-  :mod:`schedlab.formulations.saturn.introspective`).
+  :mod:`schedlab.formulations.saturn.introspective`; status: the worst over the seeds).
 
 Columns: makespan (s), lower bound (s; for noisy rows the bound of the true runtimes, mean over
 seeds), gap = (makespan - bound) / makespan, solver seconds (build + solve; introspective: the
 static solve plus every re-solve), status, and the reduction vs current practice,
 1 - makespan / makespan(current practice), against the plan on estimates for the first group
 and against current practice executed under the same noise for the second.  Every schedule is
-checked by :func:`schedlab.check.check`; violations would be counted in the row's note.
+checked by :func:`schedlab.check.check` (introspective ones against the realized instance);
+violations would be counted in the row's note.
 """
 
 from __future__ import annotations
@@ -33,19 +37,14 @@ from rich.table import Table
 
 from schedlab.check import check
 from schedlab.errors import InputError
-from schedlab.formulations.saturn.data import Option, lower_bound, saturn_data
-from schedlab.formulations.saturn.introspective import (
-    Introspective,
-    Runtime,
-    execute,
-    plan_from_schedule,
-    runtime_factors,
-    scaled_data,
-)
+from schedlab.formulations.saturn.data import lower_bound, saturn_data
+from schedlab.formulations.saturn.introspective import Introspective
 from schedlab.instance import Instance, load_instance
 from schedlab.registry import get_formulation
-from schedlab.solution import Solution
+from schedlab.simulator.nodes import NodeWorld, execute, plan_from_schedule
+from schedlab.solution import Solution, Status, worst_status
 from schedlab.solvers import SolverOptions
+from schedlab.workloads.saturn import with_restart_cost, with_runtime_noise
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +90,8 @@ class TableSettings:
 
     ``time_limit_s`` caps each MILP solve (the disjunctive, the time-indexed plan);
     ``resolve_time_limit_s`` each introspective re-solve; ``interval_s`` None = 1/8 of the
-    plan's makespan; ``restart_cost_s`` seconds to resume a checkpointed job.
+    plan's makespan; ``restart_cost_s`` seconds to resume a checkpointed job (written into
+    each realized instance).
     """
 
     time_limit_s: float = 10.0
@@ -181,19 +181,21 @@ def _instance_rows(
     counts = {"resolves": 0.0, "adopted": 0.0, "restarts": 0.0}
     wins = 0
     notes: list[str] = []
+    statuses: list[Status] = []
+    intro = Introspective(
+        interval_s=cfg.interval_s, threshold=cfg.threshold,
+        resolve_time_limit_s=cfg.resolve_time_limit_s)
+    intro.name = "saturn.introspective"
     for seed in cfg.seeds:
-        factors = runtime_factors(data, cfg.sigma, seed)
-        bounds.append(lower_bound(scaled_data(data, factors)))
-        noisy["current practice"].append(
-            execute(data, practice_plan, true_runtime(factors)).makespan)
-        intro = Introspective(
-            interval_s=cfg.interval_s, threshold=cfg.threshold,
-            restart_cost_s=cfg.restart_cost_s, noise_sigma=cfg.sigma, seed=seed,
-            resolve_time_limit_s=cfg.resolve_time_limit_s)
-        intro.name = "saturn.introspective"
-        solution = intro.run(instance, static, options)
-        if violation := _violations(instance, solution):
+        realized = with_restart_cost(with_runtime_noise(instance, cfg.sigma, seed),
+                                     cfg.restart_cost_s)
+        world = NodeWorld.of(realized, data)
+        bounds.append(lower_bound(world.true_data()))
+        noisy["current practice"].append(execute(world, practice_plan).makespan)
+        solution = intro.run(realized, static, options)
+        if violation := _violations(realized, solution):
             notes.append(f"seed {seed}: {violation}")
+        statuses.append(solution.status)
         noisy["time-indexed, static"].append(solution.metrics["static_makespan_s"])
         noisy["introspective"].append(solution.metrics["makespan_s"])
         wins += solution.metrics["makespan_s"] < solution.metrics["static_makespan_s"] - 1e-6
@@ -208,7 +210,7 @@ def _instance_rows(
         "current practice": ("-", 0.0, ""),
         "time-indexed, static": (static.status.value, rows[-1].solve_s, "plan solved once"),
         "introspective": (
-            "feasible", statistics.fmean(intro_solve),
+            worst_status(*statuses).value, statistics.fmean(intro_solve),
             f"per seed: {counts['resolves']:.1f} re-solves, {counts['adopted']:.1f} adopted, "
             f"{counts['restarts']:.1f} restarts; beats static on {wins}/{n} seeds"
             + ("; " + "; ".join(notes) if notes else "")),
@@ -221,15 +223,6 @@ def _instance_rows(
             solve_s=solve_s, status=status, noise_sigma=cfg.sigma, seeds=n,
             reduction_vs_current=1 - span / practice if practice else 0.0, note=note))
     return rows
-
-
-def true_runtime(factors: Sequence[float]) -> Runtime:
-    """runtime(j, o) = r[j,o] f_j, s."""
-
-    def runtime(j: int, option: Option) -> float:
-        return option.runtime * factors[j]
-
-    return runtime
 
 
 def _with_reduction(row: SaturnRow, current: float) -> SaturnRow:
