@@ -22,6 +22,7 @@ import pandas as pd
 
 from schedlab.defaults import UNFAIR_THRESHOLD
 from schedlab.errors import InputError
+from schedlab.fairness import equal_share_contention, rho_equal_share
 
 #: Shockwave's threshold: a job with rho > 1.05 counts as treated unfairly.
 DEFAULT_UNFAIR_THRESHOLD = UNFAIR_THRESHOLD
@@ -120,20 +121,25 @@ def gpu_utilization(df: pd.DataFrame, gpus: int, busy_gpu_seconds: float | None 
 
 def contention_factors(df: pd.DataFrame, gpus: int,
                        contention: Contention = "static") -> pd.Series:
-    """c_j, the share of the cluster a job is entitled to, as in Shockwave (NSDI'23).
+    """c_j, the share of the cluster a job is entitled to, as in Shockwave (NSDI'23):
+    :func:`schedlab.fairness.equal_share_contention` max(1, N / G) with
 
-    - ``static`` (Shockwave's reported metric): c_j = max(1, N / G), N = number of jobs in the
-      trace (rows of ``df``), the same for every job: in a cluster shared equally by N jobs,
-      each gets G / N GPUs.
-    - ``dynamic`` (Shockwave's "Themis" variant): c_j = max(1, n_j / G), n_j = the time-average
-      number of jobs in the system (arrived, not finished) over [a_j, f_j]:
+    - ``static`` (Shockwave's reported metric): N = number of jobs in the trace (rows of
+      ``df``), the same for every job: in a cluster shared equally by N jobs, each gets G / N
+      GPUs.
+    - ``dynamic`` (Shockwave's "Themis" variant): N = n_j, the time-average number of jobs in
+      the system (arrived, not finished) over [a_j, f_j]:
       n_j = (1 / JCT_j) integral_{a_j}^{f_j} n(t) dt, n(t) = #{i : a_i <= t < f_i}.
+
+    Neither has the gang factor s_j of the ``themis`` policy's max(1, N s_j / G), whose N is
+    the number of jobs active at the decision (:mod:`schedlab.fairness` lists the differences).
     """
     if gpus <= 0:
         raise InputError(f"the cluster needs at least one GPU, got {gpus}")
     done = _finished(df)
     if contention == "static":
-        return pd.Series(max(1.0, len(df) / gpus), index=done.index, name="contention")
+        return pd.Series(equal_share_contention(len(df), gpus), index=done.index,
+                         name="contention")
     if contention != "dynamic":
         raise ValueError(f"contention must be 'static' or 'dynamic', got {contention!r}")
     arrival = df["arrival"].astype(float).to_numpy()
@@ -151,17 +157,24 @@ def contention_factors(df: pd.DataFrame, gpus: int,
     area = np.interp(f, events, integral) - np.interp(a, events, integral)
     span = f - a
     mean_active = np.where(span > 0, area / np.where(span > 0, span, 1.0), 1.0)
-    return pd.Series(np.maximum(1.0, mean_active / gpus), index=done.index, name="contention")
+    return pd.Series(equal_share_contention(mean_active, gpus), index=done.index,
+                     name="contention")
 
 
 def finish_time_fairness(df: pd.DataFrame, gpus: int,
                          contention: Contention = "static") -> pd.Series:
-    """rho_j = JCT_j / (isolated_time_j x c_j), per finished job (Shockwave's definition).
+    """rho_j = JCT_j / (isolated_time_j x c_j), per finished job (Shockwave's definition;
+    :func:`schedlab.fairness.rho_equal_share`, reference (b) of :mod:`schedlab.fairness`).
 
     isolated_time_j (column ``isolated_time_s``) is the job's run time alone on its own s_j
-    GPUs, and c_j (:func:`contention_factors`) stretches it to the finish time the job would
-    have in an exclusive 1/N share of the cluster: rho_j > 1 means the job finished later
-    than under an equal share.
+    GPUs (:func:`schedlab.fairness.exclusive_time`), and c_j (:func:`contention_factors`)
+    stretches it to the finish time the job would have in an exclusive 1/N share of the
+    cluster: rho_j > 1 means the job finished later than under an equal share.
+
+    What the policies optimize differs: ``themis`` ranks by an estimate of this rho with
+    c_j = max(1, N s_j / G) over the jobs active at each decision, and
+    ``gavel.finish_time_fairness`` minimizes a rho against Gavel's isolated share (1/m of every
+    pool, reference (a)); so a low worst rho here is a measurement, not their objective value.
     """
     _require(df, "isolated_time_s")
     jct = job_completion_times(df)
@@ -171,7 +184,7 @@ def finish_time_fairness(df: pd.DataFrame, gpus: int,
         raise InputError(f"isolated_time_s must be > 0 (job {bad.get('job', '?')!r} has "
                          f"{bad['isolated_time_s']})")
     factor = contention_factors(df, gpus, contention)
-    return (jct / (isolated * factor)).rename("rho")
+    return rho_equal_share(jct, isolated, factor).rename("rho")
 
 
 def unfair_fraction(rho: pd.Series, threshold: float = DEFAULT_UNFAIR_THRESHOLD) -> float:

@@ -1,8 +1,8 @@
 """Themis (Mahajan et al., NSDI'20): finish-time fairness, worst rho first, with leases.
 
-Finish-time fairness of job j (the Shockwave slides' rho: finish time in the shared cluster
-over finish time in an exclusive 1/N share of the cluster), evaluated at the start of a round
-at time ``now`` as if j ran from now on:
+Finish-time fairness of job j against an exclusive 1/N share of the cluster (reference (b) of
+:mod:`schedlab.fairness`: finish time in the shared cluster over finish time in the share),
+evaluated at the start of a round at time ``now`` as if j ran from now on:
 
     T_sh[j]  = (now - arrival_j) + R_j / T[j, k*_j]
     T_id[j]  = (S_j / T[j, k_best]) * max(1, N s_j / G)
@@ -14,6 +14,13 @@ when none has), N the number of active jobs, s_j the scale factor and G the clus
 A 1/N share holds G/N GPUs; a gang of s_j > G/N GPUs can only run a fraction (G/N)/s_j of the
 time there, hence the factor max(1, N s_j / G) (= max(1, N/G) for 1-GPU jobs).  rho = 1 is
 exactly fair; larger is worse.
+
+This is not the rho the reported metric measures
+(:func:`schedlab.analysis.metrics.finish_time_fairness`, Shockwave's): the metric takes the
+realized JCT instead of the estimate T_sh, N = every job of the trace (or the time-average
+number in the system) instead of the jobs active now, and max(1, N/G) without the gang factor
+s_j.  Nor is it ``gavel.finish_time_fairness``' rho, whose reference is Gavel's isolated share
+(1/m of every pool; reference (a) of :mod:`schedlab.fairness`).
 
 Rule, each round: jobs holding a lease keep their gang on the same type until the lease
 ends (``lease_rounds`` rounds after it was granted); the remaining GPUs go to the other jobs
@@ -28,6 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from schedlab.fairness import equal_share_contention, exclusive_time, rho_equal_share
 from schedlab.policies.base import Policy
 from schedlab.policies.fifo import (
     FreeGpus,
@@ -42,6 +50,9 @@ from schedlab.policies.state import Assignment, ClusterState, JobState
 def finish_time_fairness(job: JobState, state: ClusterState, free: dict[str, int]) -> float:
     """rho_j as in the module docstring; ``free`` = GPUs per type not held by leases.
 
+    :func:`schedlab.fairness.rho_equal_share` of the estimated finish time T_sh, the
+    :func:`~schedlab.fairness.exclusive_time` on the fastest type and the
+    :func:`~schedlab.fairness.equal_share_contention` max(1, N s_j / G), N = active jobs.
     inf when the job can run on no type of the cluster.
     """
     types = state.cluster.types
@@ -51,10 +62,12 @@ def finish_time_fairness(job: JobState, state: ClusterState, free: dict[str, int
     usable = [k for k in runnable_types(job, types) if free.get(k, 0) >= job.scale_factor]
     now_thr = max((job.throughput[k] for k in usable), default=best)
     total_gpus = max(state.cluster.total_gpus, 1)
-    contention = max(1.0, len(state.active) * job.scale_factor / total_gpus)
+    contention = equal_share_contention(len(state.active), total_gpus, job.scale_factor)
     t_shared = (state.now - job.arrival) + job.remaining_steps / now_thr
-    t_isolated = job.total_steps / best * contention
-    return t_shared / t_isolated if t_isolated > 0 else math.inf
+    alone = exclusive_time(job.total_steps, best)
+    if alone <= 0:
+        return math.inf
+    return rho_equal_share(t_shared, alone, contention)
 
 
 @dataclass(frozen=True)

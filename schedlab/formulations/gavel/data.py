@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from schedlab.fairness import isolated_share as isolated_share  # re-exported
+from schedlab.fairness import isolated_throughput as fairness_isolated_throughput
 from schedlab.instance import Instance
 from schedlab.solution import PairShare
 
@@ -76,29 +78,14 @@ class GavelData:
         return self.throughput.max(axis=1) if self.throughput.size else np.zeros(self.num_jobs)
 
 
-def isolated_share(gpus: FloatArray, scale_factor: FloatArray) -> FloatArray:
-    """Gavel's (and Themis') isolated share: 1/m of every accelerator pool, m = number of jobs.
-
-    X_iso[j,k] = n_k / (m s_j), then each row divided by max(1, sum_k X_iso[j,k]) so that a
-    job never gets more than all of its time.  Every type of the cluster counts in the row sum,
-    as in Gavel's ``IsolatedPolicy``.  Returns the (m, K) array (empty when m = 0).
-    """
-    m = scale_factor.shape[0]
-    if m == 0:
-        return np.zeros((0, gpus.shape[0]))
-    x = gpus[None, :] / (m * scale_factor[:, None])
-    row = np.maximum(x.sum(axis=1), 1.0)
-    return x / row[:, None]
-
-
 def isolated_throughput(data: GavelData) -> FloatArray:
-    """T_iso[j] = sum_k T[j,k] X_iso[j,k] (steps/s) under :func:`isolated_share`.
+    """T_iso[j] = sum_k T[j,k] X_iso[j,k] (steps/s) under Gavel's isolated share
+    (:func:`schedlab.fairness.isolated_share`: 1/m of every pool, m = number of jobs).
 
     A type where the job cannot run (no throughput, or its gang does not fit) adds no
     throughput but still takes its part of the share, as in Gavel's code.
     """
-    x = isolated_share(data.gpus, data.scale_factor)
-    return (data.throughput * x).sum(axis=1)
+    return fairness_isolated_throughput(data.throughput, data.gpus, data.scale_factor)
 
 
 def gavel_data(instance: Instance, *, space_sharing: bool = False) -> GavelData:

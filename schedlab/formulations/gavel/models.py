@@ -17,6 +17,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from schedlab.errors import InputError
+from schedlab.fairness import isolated_finish_time, rho_isolated_share
 from schedlab.formulations.gavel.base import (
     GavelPolicy,
     read_allocation,
@@ -311,8 +312,10 @@ class FinishTimeFairness(GavelPolicy):
     t_j = ``time_in_system_s`` (s), t_iso_j = ``isolated_time_s`` (s), R_j remaining steps.
     T_iso[j] = sum_k T[j,k] X_iso[j,k] is the throughput on Gavel's isolated share, 1/m of
     every accelerator pool (m = number of jobs): X_iso[j,k] = n_k / (m s_j), each row then
-    scaled down so that sum_k X_iso[j,k] <= 1 (:func:`~schedlab.formulations.gavel.data.
-    isolated_share`).  Job weights do not enter, as in Gavel's code.
+    scaled down so that sum_k X_iso[j,k] <= 1 (:func:`schedlab.fairness.isolated_share`,
+    reference (a) of :mod:`schedlab.fairness`, which also says how this rho differs from the
+    reported metric and from the ``themis`` policy's).  Job weights do not enter, as in
+    Gavel's code.
 
     For a fixed rho the condition rho_j <= rho is linear:  thr_j(X) >= R_j / (rho D_j - t_j),
     D_j = t_iso_j + R_j/T_iso[j].  Each bisection step solves  max z  s.t.  thr_j(X) >= r_j(rho) z
@@ -337,24 +340,19 @@ class FinishTimeFairness(GavelPolicy):
 
     @staticmethod
     def terms(data: GavelData) -> tuple[FloatArray, FloatArray]:
-        """(t_j, D_j) per job: time in system and the isolated finish time (s)."""
-        iso = isolated_throughput(data)
+        """(t_j, D_j) per job: time in system and the finish time on Gavel's isolated share
+        (:func:`schedlab.fairness.isolated_finish_time`), s."""
         assert data.time_in_system is not None and data.isolated_time is not None
-        t = data.time_in_system
-        t_iso = data.isolated_time
-        denom = t_iso + np.divide(
-            data.remaining_steps, iso, out=np.full_like(iso, np.inf), where=iso > 0
-        )
-        return t, denom
+        denom = isolated_finish_time(data.isolated_time, data.remaining_steps,
+                                     isolated_throughput(data))
+        return data.time_in_system, denom
 
     def rho(self, data: GavelData, x: FloatArray, y: FloatArray) -> FloatArray:
-        """rho_j of an allocation (inf for a job with work left and no throughput)."""
+        """rho_j of an allocation (:func:`schedlab.fairness.rho_isolated_share`; inf for a job
+        with work left and no throughput)."""
         t, denom = self.terms(data)
-        thr = effective_throughput(data, x, y)
-        remaining = data.remaining_steps
-        finish = t + np.divide(remaining, thr, out=np.full_like(thr, np.inf), where=thr > 0)
-        finish = np.where(remaining > 0, finish, t)
-        return finish / denom
+        return rho_isolated_share(t, data.remaining_steps, effective_throughput(data, x, y),
+                                  denom)
 
     def objective_value(self, data: GavelData, x: FloatArray, y: FloatArray) -> float:
         busy = data.remaining_steps > 0
@@ -407,9 +405,7 @@ class FinishTimeFairness(GavelPolicy):
         best_x = self.start_allocation(data)
         y0 = np.zeros(data.pair_allowed.shape)
         hi = float(self.rho(data, best_x, y0)[busy].max()) if busy.any() else 0.0
-        best_thr = data.best_throughput()
-        lo_each = (t_in + np.divide(data.remaining_steps, best_thr,
-                                    out=np.full_like(best_thr, np.inf), where=best_thr > 0)) / denom
+        lo_each = rho_isolated_share(t_in, data.remaining_steps, data.best_throughput(), denom)
         lo = float(lo_each[busy].max()) if busy.any() else 0.0
         tol = instance.params.fairness_tolerance
         steps = 0
