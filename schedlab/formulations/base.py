@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import pyomo.environ as pyo
 
 from schedlab.instance import Instance
 from schedlab.solution import InstanceRef, Solution, Status, Timings
 from schedlab.solvers import PersistentSolver, SolveResult, SolverOptions
+
+#: Direction of a formulation's objective.
+ObjectiveSense = Literal["minimize", "maximize"]
 
 
 class Formulation(ABC):
@@ -25,6 +28,9 @@ class Formulation(ABC):
     description: ClassVar[str] = ""
     #: LP method used when the caller leaves it on ``auto``.
     default_lp_method: ClassVar[str] = "simplex"
+    #: Direction of ``objective``: with ``maximize`` a valid ``bound`` is >= the objective,
+    #: with ``minimize`` <= (None: not declared; schedlab.testing then refuses a bound).
+    objective_sense: ClassVar[ObjectiveSense | None] = None
 
     @abstractmethod
     def build(self, instance: Instance) -> pyo.ConcreteModel:
@@ -42,6 +48,14 @@ class Formulation(ABC):
         the formulation reports as ``solution.objective``.  None: this formulation declares no
         objective (the checker then compares nothing)."""
         return None
+
+    def example_instance(self) -> Instance:
+        """A small instance this formulation solves in well under a second, from the
+        project's seeded generators: the example :func:`schedlab.testing.check_formulation`
+        runs the conformance checks on.  Every formulation family overrides it."""
+        raise NotImplementedError(
+            f"formulation {self.name or type(self).__name__} declares no example instance: "
+            "override example_instance() to return a small Instance it solves")
 
     def validate(self, instance: Instance) -> None:  # noqa: B027 - optional hook
         """Raise :class:`~schedlab.errors.InputError` when the instance lacks a needed field."""

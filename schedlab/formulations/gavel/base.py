@@ -23,12 +23,12 @@ from __future__ import annotations
 import logging
 from abc import abstractmethod
 from collections import defaultdict
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyomo.environ as pyo
 
-from schedlab.formulations.base import Formulation
+from schedlab.formulations.base import Formulation, ObjectiveSense
 from schedlab.formulations.gavel.data import (
     FloatArray,
     GavelData,
@@ -41,6 +41,7 @@ from schedlab.formulations.gavel.data import (
 from schedlab.instance import Instance
 from schedlab.solution import InstanceRef, Solution, Status
 from schedlab.solvers import SolveResult, SolverOptions
+from schedlab.workloads.gavel import generate_gavel_instance
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +142,7 @@ class GavelPolicy(Formulation):
     """Common parts of the Gavel policies: data, variants, extraction and metrics."""
 
     default_lp_method = "simplex"
+    objective_sense: ClassVar[ObjectiveSense | None] = "maximize"
     #: policies whose objective needs every job to make progress
     needs_every_job = True
 
@@ -174,6 +176,16 @@ class GavelPolicy(Formulation):
         instance.require("throughput", formulation=self.name)
         if self.space_sharing and not any(job.colocated_throughput for job in instance.jobs):
             log.debug("%s: no job has colocated_throughput; nothing to pack", self.name)
+
+    def example_instance(self) -> Instance:
+        """Six Gavel-style jobs on 2 V100 + 2 P100 + 2 K80 GPUs (seed 0, every arrival at
+        0 s, Gavel's scale-factor mix and measured throughputs, a price per GPU type for the
+        cost variants) with what any Gavel variant reads: two entities (hierarchical), SLOs of
+        4 to 8 times the job's duration (SLO variants) and, for space sharing, co-located
+        throughputs of the 1-GPU pairs."""
+        return generate_gavel_instance(
+            6, {"v100": 2, "p100": 2, "k80": 2}, seed=0, entities=2, slo_factor=(4.0, 8.0),
+            colocation=self.space_sharing, name=f"example-{self.name or 'gavel'}")
 
     # objective ------------------------------------------------------------
     @abstractmethod

@@ -268,6 +268,7 @@ class MinMakespan(GavelPolicy):
     """
 
     description = "minimize makespan as one LP in y = 1/makespan"
+    objective_sense = "minimize"
 
     def validate(self, instance: Instance) -> None:
         super().validate(instance)
@@ -331,6 +332,7 @@ class FinishTimeFairness(GavelPolicy):
     """
 
     description = "finish-time fairness (Themis): minimize max rho by bisection on LP feasibility"
+    objective_sense = "minimize"
     #: most bisection steps (each halves the interval)
     max_steps = 200
 

@@ -33,6 +33,7 @@ from schedlab.formulations.saturn.data import (
 from schedlab.instance import Instance
 from schedlab.solution import InstanceRef, ScheduleEntry, Solution, Status, Timings
 from schedlab.solvers import SolveResult, SolverOptions
+from schedlab.workloads.saturn import random_saturn_instance
 
 #: (job, option, node, start) of one placed job.
 Placement = tuple[int, Option, NodeSpec, float]
@@ -146,6 +147,12 @@ def schedule_solution(
     )
 
 
+def saturn_example_instance() -> Instance:
+    """The Saturn family's example: 3 random SPASE jobs on one node of 4 GPUs, seed 0
+    (:func:`~schedlab.workloads.saturn.random_saturn_instance`)."""
+    return random_saturn_instance(3, nodes=1, gpus_per_node=4, seed=0, name="example-saturn")
+
+
 class SaturnHeuristic(Formulation):
     """A baseline list scheduler behind the Formulation interface (no model)."""
 
@@ -155,6 +162,12 @@ class SaturnHeuristic(Formulation):
         self.rule = rule
         self.seed = seed
         self.dominance = dominance
+
+    objective_sense = "minimize"
+
+    def example_instance(self) -> Instance:
+        """:func:`saturn_example_instance`."""
+        return saturn_example_instance()
 
     def validate(self, instance: Instance) -> None:
         saturn_data(instance, formulation=self.name)

@@ -38,6 +38,7 @@ import pyomo.environ as pyo
 
 from schedlab.errors import InputError
 from schedlab.formulations.base import Formulation
+from schedlab.formulations.saturn.baselines import saturn_example_instance
 from schedlab.formulations.saturn.data import (
     SaturnData,
     lower_bound,
@@ -78,6 +79,11 @@ class Introspective(Formulation):
     description = ("Saturn introspective scheduling: re-solve on the remaining work every "
                    "interval, adopt clearly better plans (realized schedule in the instance's "
                    "true runtimes)")
+    objective_sense = "minimize"
+
+    def example_instance(self) -> Instance:
+        """:func:`~schedlab.formulations.saturn.baselines.saturn_example_instance`."""
+        return saturn_example_instance()
 
     def __init__(
         self,

@@ -67,6 +67,7 @@ from schedlab.formulations.saturn.baselines import (
     greedy_placements,
     list_schedule,
     local_search,
+    saturn_example_instance,
     schedule_solution,
     to_schedule,
 )
@@ -144,6 +145,12 @@ def grid_is_exact(data: SaturnData, delta: float) -> bool:
 
 class SaturnMilp(Formulation):
     """Common parts of the two MILPs."""
+
+    objective_sense = "minimize"
+
+    def example_instance(self) -> Instance:
+        """:func:`~schedlab.formulations.saturn.baselines.saturn_example_instance`."""
+        return saturn_example_instance()
 
     def __init__(self, objective: str = "makespan", dominance: bool = True) -> None:
         if objective not in OBJECTIVES:
