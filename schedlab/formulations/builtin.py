@@ -84,7 +84,7 @@ SATURN_FORMULATIONS: tuple[Row, ...] = (
      "Saturn baseline: random order and random configuration (seeded)", {"rule": "random"}),
     ("saturn.introspective", f"{_INTROSPECTIVE}:Introspective",
      "Saturn introspective scheduling: re-solve on the remaining work every interval, adopt "
-     "clearly better plans (realized schedule under noise)", {}),
+     "clearly better plans (realized schedule in the instance's true runtimes)", {}),
 )
 
 BUILTIN_FORMULATIONS: tuple[Row, ...] = GAVEL_FORMULATIONS + SATURN_FORMULATIONS
