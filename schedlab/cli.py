@@ -580,6 +580,11 @@ DEFAULT_SIM_JOBS = 100
 DEFAULT_JOBS_PER_HOUR = 6.0
 #: Cluster of generated and trace workloads when --cluster is not given (Gavel's).
 DEFAULT_SIM_CLUSTER = "36:36:36"
+#: --workload shockwave: Shockwave's canonical trace (120 jobs on 32 V100s, a job every 40 s
+#: on average).
+SHOCKWAVE_SIM_JOBS = 120
+SHOCKWAVE_SIM_CLUSTER = "v100=32"
+SHOCKWAVE_JOBS_PER_HOUR = 90.0
 #: Trace file names that tell the format when --trace-format is not given.
 _TRACE_NAME_HINTS = (("cluster_job_log", "philly"), ("cluster_log", "helios"), ("pai_", "pai"))
 
@@ -626,8 +631,11 @@ def _add_simulation_commands(sub: Any, common: argparse.ArgumentParser) -> None:
 
     shared = _Parser(add_help=False)
     work = shared.add_argument_group("workload")
-    work.add_argument("--workload", default="gavel", metavar="gavel|trace:FILE|FILE.json",
-                      help="'gavel' (Gavel-style generated jobs, default), 'trace:FILE' "
+    work.add_argument("--workload", default="gavel",
+                      metavar="gavel|shockwave|trace:FILE|FILE.json",
+                      help="'gavel' (Gavel-style generated jobs, default), 'shockwave' "
+                      "(Shockwave's generated jobs, run at their initial batch size; default "
+                      f"{SHOCKWAVE_SIM_JOBS} jobs on {SHOCKWAVE_SIM_CLUSTER}), 'trace:FILE' "
                       "(a Philly, Helios or PAI trace file; for PAI the job table, with "
                       "pai_task_table.csv beside it), or an instance file (.json, .json.gz, "
                       ".yaml; or instance:FILE) replayed as written: its jobs, arrivals and "
@@ -701,7 +709,8 @@ def _workload_spec(args: argparse.Namespace) -> Any:
     kind, _, path = args.workload.partition(":")
     if kind == "instance" and path:
         return _instance_workload_spec(args, path)
-    if args.workload != "gavel" and kind != "trace" and looks_like_instance_file(args.workload):
+    if args.workload not in ("gavel", "shockwave") and kind != "trace" \
+            and looks_like_instance_file(args.workload):
         return _instance_workload_spec(args, args.workload)
     cluster = tuple(parse_cluster_spec(args.cluster or DEFAULT_SIM_CLUSTER).items())
     if args.workload == "gavel":
@@ -710,8 +719,18 @@ def _workload_spec(args: argparse.Namespace) -> Any:
                              field="--workload")
         return WorkloadSpec(kind="gavel", num_jobs=args.jobs or DEFAULT_SIM_JOBS,
                             cluster=cluster)
+    if args.workload == "shockwave":
+        if args.trace_format or args.keep_failed:
+            raise InputError("--trace-format and --keep-failed need --workload trace:FILE",
+                             field="--workload")
+        log.warning("the simulator runs Shockwave's jobs at their initial batch size "
+                    "(batch_schedule is not simulated)")
+        pools = parse_cluster_spec(args.cluster or SHOCKWAVE_SIM_CLUSTER)
+        return WorkloadSpec(kind="shockwave", num_jobs=args.jobs or SHOCKWAVE_SIM_JOBS,
+                            cluster=tuple(pools.items()))
     if kind != "trace" or not path:
-        raise InputError(f"{args.workload!r}: expected 'gavel' or 'trace:FILE', or an "
+        raise InputError(f"{args.workload!r}: expected 'gavel' or 'trace:FILE', or "
+                         "'shockwave', or an "
                          "instance file (.json, .json.gz, .yaml, or instance:FILE)",
                          field="--workload")
     fmt = args.trace_format
@@ -786,6 +805,8 @@ def _run_simulations(args: argparse.Namespace, policies: list[str]) -> tuple[Any
         loads = list(args.jobs_per_hour)
     else:
         loads = [DEFAULT_JOBS_PER_HOUR] if workload.kind == "gavel" else [None]
+        if workload.kind == "shockwave":
+            loads = [SHOCKWAVE_JOBS_PER_HOUR]
     # Build the first job stream here: a bad trace fails now, with its own message.
     first = workload.build(args.seeds[0], loads[0], args.round_s)
     log.info("workload %s: %d jobs on %d GPUs", first.name, len(first.jobs), workload.gpus)
@@ -828,7 +849,7 @@ def _fmt_rate(value: Any, workload: Any) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         if workload.kind == "instance":
             return "static" if workload.instance_file.static else "file"
-        return "static" if workload.kind == "gavel" else "trace"
+        return "static" if workload.kind in ("gavel", "shockwave") else "trace"
     return f"{value:g}"
 
 
@@ -849,6 +870,8 @@ def _describe_workload(workload: Any) -> str:
         what = f"instance file {Path(workload.instance_file.path).name}"
     elif workload.kind == "gavel":
         what = "Gavel-style jobs"
+    elif workload.kind == "shockwave":
+        what = "Shockwave's jobs at their initial batch size"
     else:
         what = f"{workload.trace_format} trace {Path(workload.trace_path).name}"
     return f"{what}; {workload.gpus} GPUs ({pools})"

@@ -286,3 +286,29 @@ def test_shipped_examples_regenerate(tmp_path: Path) -> None:
         _assert_close(fresh.to_dict(), shipped.to_dict(), path.name)
     canonical = load_instance(EXAMPLES / "canonical-120jobs-32gpus.json")
     assert len(canonical.jobs) == 120 and canonical.cluster.total_gpus == 32
+
+
+def test_cli_simulates_the_shockwave_workload(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from schedlab.cli import main
+
+    out_file = tmp_path / "runs.csv"
+    code = main(["simulate", "--workload", "shockwave", "--jobs", "6", "--policy", "fifo",
+                 "--quiet", "--out", str(out_file)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "jobs_per_hour=90" in out  # the canonical 40 s mean gap
+    import pandas as pd
+
+    runs = pd.read_csv(out_file)
+    expected = generate_shockwave_instance(6, seed=0)
+    by_id = {str(row.job): row for row in runs.itertuples()}
+    assert sorted(by_id) == sorted(j.id for j in expected.jobs)
+    for job in expected.jobs:
+        row = by_id[job.id]
+        assert row.job_type == job.job_type and row.arrival == job.arrival
+    # job 0 starts at once on the empty cluster and runs at its initial batch size
+    first = expected.jobs[0]
+    assert first.total_steps is not None
+    assert by_id["0"].jct == pytest.approx(first.total_steps / first.throughput["v100"],
+                                           rel=1e-9)

@@ -110,15 +110,17 @@ class WorkloadSpec:
     """How to build the job stream of a run (picklable, so it travels to worker processes).
 
     ``kind="gavel"``: :func:`~schedlab.workloads.generate_gavel_instance` with ``num_jobs``
-    jobs, the run's seed and arrival rate.  ``kind="trace"``: :func:`~schedlab.workloads.
-    traces.instance_from_trace` of ``trace_path`` in ``trace_format``; the first ``num_jobs``
-    jobs (None: all), job types drawn with the run's seed, arrivals rescaled to the run's rate
-    when it is given.  ``kind="instance"``: the jobs of an instance file
+    jobs, the run's seed and arrival rate.  ``kind="shockwave"``: :func:`~schedlab.workloads.
+    shockwave.generate_shockwave_instance` likewise (mean gap 3600 / rate s; no rate: all at
+    0 s).  ``kind="trace"``: :func:`~schedlab.workloads.traces.instance_from_trace` of
+    ``trace_path`` in ``trace_format``; the first ``num_jobs`` jobs (None: all), job types
+    drawn with the run's seed, arrivals rescaled to the run's rate when it is given.
+    ``kind="instance"``: the jobs of an instance file
     (:class:`~schedlab.workloads.instance_jobs.InstanceFile`, the same for every seed; ``cluster``
     then repeats the effective pools, the file's or the override's).
     """
 
-    kind: Literal["gavel", "trace", "instance"] = "gavel"
+    kind: Literal["gavel", "shockwave", "trace", "instance"] = "gavel"
     num_jobs: int | None = 100
     cluster: tuple[tuple[str, int], ...] = (("v100", 36), ("p100", 36), ("k80", 36))
     trace_path: str | None = None
@@ -148,6 +150,12 @@ class WorkloadSpec:
             instance = generate_gavel_instance(self.num_jobs, self.cluster_dict, seed,
                                                jobs_per_hour=jobs_per_hour,
                                                multi_gpu=self.multi_gpu)
+        elif self.kind == "shockwave":
+            from schedlab.workloads.shockwave import generate_shockwave_instance
+
+            instance = generate_shockwave_instance(
+                self.num_jobs or 0, self.cluster_dict, seed, multi_gpu=self.multi_gpu,
+                mean_gap_s=None if jobs_per_hour is None else 3600.0 / jobs_per_hour)
         elif self.kind == "trace":
             from schedlab.workloads.traces import DEFAULT_ROUND_S, instance_from_trace
 

@@ -4,6 +4,9 @@
   the co-location (space-sharing) interference model.
 - :mod:`schedlab.workloads.gavel`: the Gavel-style job generator, the Gavel trace reader and
   the example instances of ``instances/gavel/``.
+- :mod:`schedlab.workloads.shockwave`: Shockwave's trace generator (draw for draw), its
+  dynamic batch-size schedules (:mod:`~schedlab.workloads.shockwave_adaptation`) and the
+  example instances of ``instances/shockwave/``.
 
 See docs/workloads.md.
 """
@@ -20,6 +23,10 @@ from schedlab.workloads.gavel import (
     save_instance_compact,
     small_six_jobs_instance,
     write_example_instances,
+)
+from schedlab.workloads.shockwave import (
+    draw_shockwave_jobs,
+    generate_shockwave_instance,
 )
 from schedlab.workloads.throughputs import (
     ThroughputTable,
@@ -41,9 +48,11 @@ __all__ = [
     "build_throughput_table",
     "colocation_factors",
     "compact_instance_dict",
+    "draw_shockwave_jobs",
     "example_instances",
     "gavel_prices",
     "generate_gavel_instance",
+    "generate_shockwave_instance",
     "gpu_intensity",
     "instance_from_gavel_trace",
     "load_gavel_throughputs",

@@ -84,6 +84,9 @@ SHOCKWAVE_WINDOW_ROUNDS = 20
 SHOCKWAVE_MEAN_GAP_S = 40.0
 #: Seed of Shockwave's published 120-job trace (the ``25`` in its file name).
 CANONICAL_SEED = 25
+#: Seed of the 6-job example: its six jobs show all three modes, batch-size changes under GNS
+#: and Accordion and a multi-GPU job, in few epochs (570).
+TINY_SEED = 36
 #: Duration grid, hours: numpy.linspace(0.2, 5, 100) (``-a 0.2 -b 5 -n 100``).
 DURATION_GRID_H: tuple[float, float, int] = (0.2, 5.0, 100)
 #: P(slice) of the duration grid (generate_pollux_duration: ``duration_prob``).
@@ -502,10 +505,12 @@ def example_instances() -> dict[str, Instance]:
             "seed=25)."),
     )
     tiny = generate_shockwave_instance(
-        6, {"v100": 4}, seed=0, name="tiny-6jobs",
+        6, {"v100": 4}, seed=TINY_SEED, name="tiny-6jobs",
         description=(
-            "Six Shockwave jobs on 4 V100s for quick runs: generate_shockwave_instance(6, "
-            "{'v100': 4}, seed=0) (the canonical generator settings, seed 0)."),
+            "Six Shockwave jobs on 4 V100s for quick runs, with all three modes (three GNS "
+            "jobs that double their batch size, an Accordion job that switches, a static "
+            "one): generate_shockwave_instance(6, {'v100': 4}, seed=36), the canonical "
+            "generator settings."),
     )
     return {"canonical-120jobs-32gpus.json": canonical, "tiny-6jobs.json": tiny}
 
