@@ -22,13 +22,14 @@ their share.
 Two paths compute X:
 
 * **array** (``gavel.max_min_fairness`` and ``gavel.max_min_fairness_agnostic``): the LP is
-  built from numpy arrays and solved with highspy directly, on a persistent model that only
-  changes where the job set changed (:class:`MaxMinClassLP`).  Jobs with the same scale
+  built from numpy arrays in a persistent :class:`~schedlab.solvers.matrix.MatrixModel` of the
+  chosen solver (HiGHS by default) that only changes where the job set changed
+  (:class:`MaxMinClassLP`).  Jobs with the same scale
   factor, weight and throughputs form a class; by symmetry an optimum exists in which they get
   equal shares, so the LP over classes (one column per class and type, the class size m_c in
   the rows) has the same optimum as the per-job LP (``docs/fast_paths.md`` gives the
-  argument).  A job that arrives into a known class changes two numbers of the model; HiGHS
-  re-solves from the previous basis in a fraction of a millisecond.
+  argument).  A job that arrives into a known class changes two numbers of the model; the
+  solver re-solves from the previous basis in a fraction of a millisecond.
 * **generic** (every other Gavel formulation): an :class:`~schedlab.instance.Instance` of the
   active jobs is built (remaining steps, ``time_in_system_s`` = now - arrival,
   ``isolated_time_s`` = steps done / T_iso, entity = the job's ``user``) and solved with the
@@ -39,10 +40,10 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from operator import attrgetter
 from typing import Literal
 
-import highspy
 import numpy as np
 import numpy.typing as npt
 
@@ -58,7 +59,9 @@ from schedlab.instance import Cluster, Instance, Job, Params
 from schedlab.policies.base import Policy
 from schedlab.policies.state import Assignment, ClusterState, JobState
 from schedlab.registry import formulations
-from schedlab.solvers import LpMethod, SolverOptions, new_highs
+from schedlab.solution import Status
+from schedlab.solvers import LpMethod, SolverOptions
+from schedlab.solvers.matrix import matrix_model
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +81,7 @@ _MAX_IDLE_CLASSES = 64
 
 
 class MaxMinClassLP:
-    r"""Gavel's max-min fairness LP over job classes, kept in one persistent HiGHS model.
+    r"""Gavel's max-min fairness LP over job classes, kept in one persistent LP.
 
     Class c (jobs with equal s_c, w_c and throughput row T_c) has m_c active jobs and
     a_c = s_c / (w_c T_eq[c]), T_eq[c] = sum_k T_ck n_k / N.  Variables: t and, per class,
@@ -98,6 +101,10 @@ class MaxMinClassLP:
     class and the model is re-solved from its last basis.  A class with m_c = 0 is inert
     (its Z is forced to 0 and its row holds trivially); when more than
     :data:`_MAX_IDLE_CLASSES` classes are idle the model is rebuilt without them.
+
+    The model is a :class:`~schedlab.solvers.matrix.MatrixModel` of the solver ``options``
+    name (HiGHS by default, presolve off: the warm re-solves are a few dual simplex
+    iterations), with the options' threads, LP method and seed and no time limit.
     """
 
     def __init__(
@@ -107,28 +114,33 @@ class MaxMinClassLP:
         *,
         heterogeneity_aware: bool = True,
         threads: int | None = None,
+        options: SolverOptions | None = None,
     ) -> None:
         self.types = types
         self.gpus = np.asarray(gpus, dtype=float)
         self.aware = heterogeneity_aware
-        self.threads = threads
+        # no time limit: a warm re-solve takes a fraction of a millisecond, and a limit
+        # could only turn it into a failed decision
+        opts = replace(options or SolverOptions(), time_limit_s=None)
+        if threads is not None:
+            opts = replace(opts, threads=threads)
+        self.options = opts
         self._keys: dict[tuple[float, float, bytes], int] = {}
         self._rows: list[tuple[float, float, FloatArray]] = []  # (s, w, T) per class
         self._reset_model()
 
+    @property
+    def backend(self) -> str:
+        """The solver holding the model (``highs``, ``gurobi``)."""
+        return self.model.backend
+
     # model --------------------------------------------------------------------------
     def _reset_model(self) -> None:
-        h = new_highs()  # output off, and no banner on stdout
-        h.setOptionValue("presolve", "off")
-        if self.threads is not None:
-            h.setOptionValue("threads", int(self.threads))
-        inf = highspy.kHighsInf
-        h.addVar(0.0, inf)  # t
-        h.changeColCost(0, 1.0)
-        h.changeObjectiveSense(highspy.ObjSense.kMaximize)
-        for k in range(len(self.types)):
-            h.addRow(-inf, float(self.gpus[k]), 0, np.zeros(0, np.int32), np.zeros(0))
-        self.h = h
+        model = matrix_model(self.options, presolve=False)
+        model.add_columns([0.0], [np.inf], [1.0])  # t
+        model.set_sense("maximize")
+        model.add_rows(np.full(len(self.types), -np.inf), self.gpus)  # capacity_k, filled later
+        self.model = model
         self._fair_row: list[int] = []
         self._share_row: list[int] = []
         self._col_class: list[int] = []
@@ -140,35 +152,36 @@ class MaxMinClassLP:
 
     def _add_to_model(self, c: int) -> None:
         """Rows fair_c, share_c and the columns Z_c of class c (count 0)."""
-        h = self.h
-        inf = highspy.kHighsInf
+        model = self.model
         scale, weight, thr = self._rows[c]
         n = self.gpus
         allowed = (thr > 0) & (scale <= n)
         thr = np.where(allowed, thr, 0.0)
         teq = float((thr * n).sum() / n.sum())
         a = scale / (weight * teq) if teq > 0 else 0.0
-        fair = h.getNumRow()
-        h.addRow(0.0, inf, 0, np.zeros(0, np.int32), np.zeros(0))
-        share = fair + 1
-        h.addRow(-inf, 0.0, 0, np.zeros(0, np.int32), np.zeros(0))
+        fair, share = model.add_rows([0.0, -np.inf], [np.inf, 0.0]).tolist()
         self._fair_row.append(fair)
         self._share_row.append(share)
         num_types = len(self.types)
         if self.aware:
-            for k in np.flatnonzero(allowed):
-                h.addCol(0.0, 0.0, inf, 3, np.array([fair, share, k], np.int32),
-                         np.array([a * thr[k], 1.0, scale]))
-                self._col_class.append(c)
-                self._col_direction.append(np.eye(num_types)[k])
+            ks = np.flatnonzero(allowed)
+            width = len(ks)
+            rows = np.column_stack([np.full(width, fair), np.full(width, share), ks])
+            values = np.column_stack([a * thr[ks], np.ones(width), np.full(width, scale)])
+            model.add_columns(np.zeros(width), np.full(width, np.inf), 0.0,
+                              starts=np.arange(0, 3 * width + 1, 3), rows=rows.reshape(-1),
+                              values=values.reshape(-1))
+            self._col_class.extend([c] * width)
+            self._col_direction.extend(np.eye(num_types)[ks])
         elif allowed.any():
             pool = float(n[allowed].sum())
             direction = np.where(allowed, n / pool, 0.0)
             ks = np.flatnonzero(allowed)
-            rows = np.concatenate(([fair, share], ks)).astype(np.int32)
+            rows = np.concatenate(([fair, share], ks))
             values = np.concatenate(([a * float((thr * direction).sum()), 1.0],
                                      scale * direction[ks]))
-            h.addCol(0.0, 0.0, inf, len(rows), rows, values)
+            model.add_columns([0.0], [np.inf], 0.0, starts=[0, len(rows)], rows=rows,
+                              values=values)
             self._col_class.append(c)
             self._col_direction.append(direction)
         self._counts = np.append(self._counts, 0.0)
@@ -220,34 +233,31 @@ class MaxMinClassLP:
     # solve ----------------------------------------------------------------------------
     def solve(self, counts: IntArray) -> tuple[float, FloatArray]:
         """(t*, X per job of each class (C, K)) for class sizes ``counts`` (C,)."""
-        h = self.h
-        inf = highspy.kHighsInf
+        model = self.model
         num_classes = self.num_classes
         m = counts[:num_classes].astype(float)
         if len(m) < num_classes:
             m = np.concatenate([m, np.zeros(num_classes - len(m))])
         changed = np.flatnonzero(m != self._counts)
-        fair_row = self._fair_row
-        share_row = self._share_row
-        for c, size in zip(changed.tolist(), m[changed].tolist(), strict=True):
-            h.changeCoeff(fair_row[c], 0, -size)
-            h.changeRowBounds(share_row[c], -inf, size)
+        if len(changed):
+            sizes = m[changed]
+            model.set_coefficients(np.asarray(self._fair_row)[changed], 0, -sizes)
+            model.set_row_bounds(np.asarray(self._share_row)[changed], -np.inf, sizes)
         self._counts = m
         num_types = len(self.types)
         total = np.zeros((num_classes, num_types))
         if not m.any():
             return 0.0, total
-        h.run()
-        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            log.debug("warm re-solve ended %s; solving from scratch",
-                      h.modelStatusToString(h.getModelStatus()))
-            h.clearSolver()
-            h.run()
-            status = h.getModelStatus()
-            if status != highspy.HighsModelStatus.kOptimal:
-                raise SolverError(f"HiGHS could not solve the max-min fairness LP: "
-                                  f"{h.modelStatusToString(status)}")
-        values = np.asarray(h.getSolution().col_value)
+        result = model.solve()
+        if result.status != Status.OPTIMAL:
+            log.debug("warm re-solve ended %s (%s); solving from scratch", result.status.value,
+                      result.message)
+            model.forget_basis()
+            result = model.solve()
+            if result.status != Status.OPTIMAL:
+                raise SolverError(f"{model.backend} could not solve the max-min fairness LP: "
+                                  f"{result.status.value} ({result.message})")
+        values = model.values()
         t = float(values[0])
         z = np.maximum(values[1:], 0.0)
         col_class, col_type, direction = self._scatter_arrays()
@@ -273,8 +283,9 @@ class GavelPolicy(Policy):
         method: ``auto`` (the array LP where it exists, else the generic path), ``array``
             (error when there is none) or ``generic`` (Instance + the formulation's solve).
         min_share: shares X <= this count as 0 (LP noise).
-        solver, time_limit_s, threads, lp_method: solver options of the generic path
-            (``threads`` also for the array LP).
+        solver, time_limit_s, threads, lp_method: solver options of both paths (the array
+            LP is a :class:`~schedlab.solvers.matrix.MatrixModel` of ``solver``; it takes no
+            time limit).
         mechanism: ``"schedlab"`` (module docstring) or ``"gavel"``: Gavel's own round
             mechanism (:class:`~schedlab.formulations.gavel.rounds.GavelRoundState`: allocation
             recomputed only at resets at least 1920 s apart, priorities from the time received
@@ -355,6 +366,12 @@ class GavelPolicy(Policy):
         self._isolated_s = {}
         self._isolated_prev = {}
 
+    @property
+    def class_lp(self) -> MaxMinClassLP | None:
+        """The array path's persistent class LP (None on the generic path or before the
+        first decision)."""
+        return getattr(self, "_lp", None)
+
     # set-up per cluster ------------------------------------------------------------------
     def _setup(self, cluster: Cluster) -> None:
         self.types = cluster.types
@@ -365,7 +382,7 @@ class GavelPolicy(Policy):
         if self.path == "array":
             self._lp = MaxMinClassLP(self.types, self.gpus,
                                      heterogeneity_aware=self.heterogeneity_aware,
-                                     threads=self.threads)
+                                     options=self.options)
         size = 64
         num_types = len(self.types)
         self._slot_of: dict[str, int] = {}

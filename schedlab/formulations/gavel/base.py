@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import logging
 from abc import abstractmethod
-from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 import pyomo.environ as pyo
+import scipy.sparse as sp
 
+from schedlab.formulations.arrays import add_expressions, add_rows
 from schedlab.formulations.base import Formulation, ObjectiveSense
 from schedlab.formulations.gavel.data import (
     FloatArray,
@@ -45,62 +48,114 @@ from schedlab.workloads.gavel import generate_gavel_instance
 
 log = logging.getLogger(__name__)
 
+IntArray = npt.NDArray[np.int64]
+
 
 # --------------------------------------------------------------------------- model
 
 
+@dataclass(frozen=True)
+class GavelRows:
+    """The shared rows as sparse matrices over the model's columns [X[j,k] for (j,k) in JK
+    order, then Y[p,k] for (p,k) in PK order] (:func:`model_columns`).
+
+    ``share`` (J rows): the ``job_share`` left-hand sides; ``gpus`` (K rows): the
+    ``capacity`` left-hand sides; ``thr`` (J rows): the ``thr`` expressions, steps/s.
+    """
+
+    jk: IntArray  # (n_x, 2) (job, type) of each X column
+    pk: IntArray  # (n_y, 2) (pair, type) of each Y column
+    share: sp.csr_matrix
+    gpus: sp.csr_matrix
+    thr: sp.csr_matrix
+
+    @property
+    def width(self) -> int:
+        """Columns: n_x + n_y."""
+        return len(self.jk) + len(self.pk)
+
+
+def gavel_rows(data: GavelData) -> GavelRows:
+    """:class:`GavelRows` of ``data`` (module docstring for the rows), built in numpy."""
+    num_jobs, num_types = data.throughput.shape
+    jk = np.argwhere(data.allowed).astype(np.int64).reshape(-1, 2)
+    pk = np.argwhere(data.pair_allowed).astype(np.int64).reshape(-1, 2)
+    x_col = np.arange(len(jk))
+    y_col = len(jk) + np.arange(len(pk))
+    pairs = np.asarray(data.pairs, dtype=np.int64).reshape(-1, 2)
+    first, second = pairs[pk[:, 0], 0], pairs[pk[:, 0], 1]
+    width = len(jk) + len(pk)
+
+    def matrix(height: int, *parts: tuple[FloatArray, IntArray, IntArray]) -> sp.csr_matrix:
+        values = np.concatenate([np.asarray(v, dtype=float) for v, _, _ in parts])
+        rows = np.concatenate([r for _, r, _ in parts])
+        cols = np.concatenate([c for _, _, c in parts])
+        out = sp.csr_matrix((values, (rows, cols)), shape=(height, width))
+        out.eliminate_zeros()  # a 0 * Y term is no term (as in Pyomo's algebra)
+        out.sort_indices()
+        return out
+
+    pair_thr = data.pair_throughput[pk[:, 0], pk[:, 1]] if len(pk) else np.zeros((0, 2))
+    share = matrix(num_jobs, (np.ones(len(jk)), jk[:, 0], x_col),
+                   (np.ones(len(pk)), first, y_col), (np.ones(len(pk)), second, y_col))
+    gpus = matrix(num_types, (data.scale_factor[jk[:, 0]], jk[:, 1], x_col),
+                  (data.pair_scale_factor[pk[:, 0]] if len(pk) else np.zeros(0), pk[:, 1], y_col))
+    thr = matrix(num_jobs, (data.throughput[jk[:, 0], jk[:, 1]], jk[:, 0], x_col),
+                 (pair_thr[:, 0], first, y_col), (pair_thr[:, 1], second, y_col))
+    return GavelRows(jk=jk, pk=pk, share=share, gpus=gpus, thr=thr)
+
+
+def model_columns(m: pyo.ConcreteModel) -> list[Any]:
+    """The variables of :class:`GavelRows`' columns: X in JK order, then Y in PK order."""
+    return [*m.X.values(), *m.Y.values()]
+
+
 def base_model(data: GavelData, name: str, *, type_blind: bool = False) -> pyo.ConcreteModel:
     """Variables X (and Y), ``job_share`` and ``capacity`` rows, and ``thr`` expressions;
-    with ``type_blind`` also the heterogeneity-agnostic rows ``type_blind[j,k]``."""
+    with ``type_blind`` also the heterogeneity-agnostic rows ``type_blind[j,k]``.  Built from
+    the arrays of :func:`gavel_rows` (kept as ``m.gavel_rows`` for the policies' rows); a row
+    without terms is skipped."""
     m = pyo.ConcreteModel(name=name)
     num_jobs, num_types = data.throughput.shape
+    rows = gavel_rows(data)
     m.J = pyo.Set(initialize=range(num_jobs), ordered=True)
     m.K = pyo.Set(initialize=range(num_types), ordered=True)
-    jk = [(int(j), int(k)) for j, k in zip(*np.nonzero(data.allowed), strict=True)]
-    m.JK = pyo.Set(initialize=jk, dimen=2, ordered=True)
+    m.JK = pyo.Set(initialize=[tuple(key) for key in rows.jk.tolist()], dimen=2, ordered=True)
     m.X = pyo.Var(m.JK, bounds=(0.0, 1.0))
-    pk = [(int(p), int(k)) for p, k in zip(*np.nonzero(data.pair_allowed), strict=True)]
-    m.PK = pyo.Set(initialize=pk, dimen=2, ordered=True)
+    m.PK = pyo.Set(initialize=[tuple(key) for key in rows.pk.tolist()], dimen=2, ordered=True)
     m.Y = pyo.Var(m.PK, bounds=(0.0, 1.0))
-
-    share_terms: dict[int, list[Any]] = defaultdict(list)
-    gpu_terms: dict[int, list[Any]] = defaultdict(list)
-    thr_terms: dict[int, list[Any]] = defaultdict(list)
-    for j, k in jk:
-        x = m.X[j, k]
-        share_terms[j].append(x)
-        gpu_terms[k].append(data.scale_factor[j] * x)
-        thr_terms[j].append(data.throughput[j, k] * x)
-    pair_gpus = data.pair_scale_factor
-    for p, k in pk:
-        y = m.Y[p, k]
-        a, b = data.pairs[p]
-        share_terms[a].append(y)
-        share_terms[b].append(y)
-        gpu_terms[k].append(pair_gpus[p] * y)
-        thr_terms[a].append(data.pair_throughput[p, k, 0] * y)
-        thr_terms[b].append(data.pair_throughput[p, k, 1] * y)
-
-    def job_share(model: pyo.ConcreteModel, j: int) -> Any:
-        terms = share_terms.get(j)
-        return pyo.quicksum(terms) <= 1.0 if terms else pyo.Constraint.Skip
-
-    def capacity(model: pyo.ConcreteModel, k: int) -> Any:
-        terms = gpu_terms.get(k)
-        return pyo.quicksum(terms) <= float(data.gpus[k]) if terms else pyo.Constraint.Skip
-
-    m.job_share = pyo.Constraint(m.J, rule=job_share)
-    m.capacity = pyo.Constraint(m.K, rule=capacity)
-    m.thr = pyo.Expression(m.J, rule=lambda model, j: pyo.quicksum(thr_terms.get(j, [])))
+    m.gavel_rows = rows
+    columns = model_columns(m)
+    add_rows(m, "job_share", rows.share, columns, None, 1.0, index=m.J)
+    add_rows(m, "capacity", rows.gpus, columns, None, data.gpus, index=m.K)
+    add_expressions(m, "thr", rows.thr, columns, index=m.J)
     if type_blind:
+        # X[j,k] - (n_k / N_j) x_total[j] = 0 over the columns [X..., x_total...]
         pool = (data.allowed * data.gpus[None, :]).sum(axis=1)
         m.x_total = pyo.Var(m.J, bounds=(0.0, 1.0))
-        m.type_blind = pyo.Constraint(
-            m.JK,
-            rule=lambda model, j, k: model.X[j, k]
-            == float(data.gpus[k] / pool[j]) * model.x_total[j],
-        )
+        n_x = len(rows.jk)
+        ratio = data.gpus[rows.jk[:, 1]] / pool[rows.jk[:, 0]]
+        blind = sp.csr_matrix(
+            (np.concatenate([np.ones(n_x), -ratio]),
+             (np.tile(np.arange(n_x), 2), np.concatenate([np.arange(n_x), n_x + rows.jk[:, 0]]))),
+            shape=(n_x, n_x + num_jobs))
+        blind.sort_indices()
+        add_rows(m, "type_blind", blind, [*m.X.values(), *m.x_total.values()], 0.0, 0.0,
+                 index=m.JK)
     return m
+
+
+def lead_rows(m: pyo.ConcreteModel, jobs: npt.ArrayLike, thr_coefs: npt.ArrayLike,
+              lead_coefs: npt.ArrayLike) -> sp.csr_matrix:
+    """Rows ``lead_coefs[i] v - thr_coefs[i] thr[jobs[i]]`` over the columns [v, X..., Y...]
+    of a :func:`base_model`: Pyomo's own form of the per-job row
+    ``thr_coefs[i] thr[jobs[i]] >= lead_coefs[i] v`` (v one variable, such as t), to be
+    bounded above by 0."""
+    thr = m.gavel_rows.thr[np.asarray(jobs, dtype=np.int64)]
+    lead = sp.csr_matrix(np.asarray(lead_coefs, dtype=float).reshape(-1, 1))
+    out = sp.hstack([lead, -sp.diags(np.asarray(thr_coefs, dtype=float)) @ thr], format="csr")
+    out.sort_indices()
+    return out
 
 
 def read_allocation(m: pyo.ConcreteModel, data: GavelData) -> tuple[FloatArray, FloatArray]:

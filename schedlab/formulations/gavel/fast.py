@@ -67,6 +67,7 @@ import pyomo.environ as pyo
 import scipy.sparse as sp
 from pyomo.core.expr.numeric_expr import LinearExpression
 
+from schedlab.formulations.arrays import add_rows
 from schedlab.formulations.gavel.base import GavelPolicy, unrunnable_jobs, unrunnable_reason
 from schedlab.formulations.gavel.data import BoolArray, FloatArray, GavelData
 from schedlab.instance import Instance
@@ -440,38 +441,6 @@ def disaggregate_pairs(
 # -------------------------------------------------------------------- Pyomo helpers
 
 
-def _add_rows(
-    model: pyo.ConcreteModel,
-    name: str,
-    matrix: sp.csr_matrix,
-    variables: list[Any],
-    lower: FloatArray | None,
-    upper: FloatArray | None,
-) -> None:
-    """Add ``lower <= matrix @ variables <= upper`` as the indexed constraint ``name``.
-
-    Rows are built from the CSR arrays as LinearExpressions (no Python expression algebra);
-    an empty row is skipped.
-    """
-    indptr, indices, values = matrix.indptr, matrix.indices, matrix.data
-
-    def rule(_: pyo.ConcreteModel, i: int) -> Any:
-        lo, hi = indptr[i], indptr[i + 1]
-        if lo == hi:
-            return pyo.Constraint.Skip
-        expr = LinearExpression(
-            linear_coefs=[float(v) for v in values[lo:hi]],
-            linear_vars=[variables[int(j)] for j in indices[lo:hi]],
-        )
-        return (
-            None if lower is None else float(lower[i]),
-            expr,
-            None if upper is None else float(upper[i]),
-        )
-
-    model.add_component(name, pyo.Constraint(range(matrix.shape[0]), rule=rule))
-
-
 def _values(var: Any, size: int) -> FloatArray:
     """Values of an indexed variable 0..size-1 (0 where it has none)."""
     out = np.zeros(size)
@@ -559,11 +528,11 @@ def class_lp(
             shape=(height, width),
         )
 
-    _add_rows(m, "fairness", csr(rows_f, cols_f, vals_f, num_classes), variables,
-              np.zeros(num_classes), None)
-    _add_rows(m, "job_share", csr(rows_s, cols_s, vals_s, num_classes), variables,
-              None, np.ones(num_classes))
-    _add_rows(m, "capacity", csr(rows_c, cols_c, vals_c, num_types), variables, None, gpus)
+    add_rows(m, "fairness", csr(rows_f, cols_f, vals_f, num_classes), variables,
+             np.zeros(num_classes), None)
+    add_rows(m, "job_share", csr(rows_s, cols_s, vals_s, num_classes), variables,
+             None, np.ones(num_classes))
+    add_rows(m, "capacity", csr(rows_c, cols_c, vals_c, num_types), variables, None, gpus)
     m.objective = pyo.Objective(expr=m.t, sense=pyo.maximize)
     return m, (sc, sr), (pq, pk)
 

@@ -15,11 +15,15 @@ from typing import Any
 
 import numpy as np
 import pyomo.environ as pyo
+import scipy.sparse as sp
 
 from schedlab.errors import InputError
 from schedlab.fairness import isolated_finish_time, rho_isolated_share
+from schedlab.formulations.arrays import add_rows, linear_expression
 from schedlab.formulations.gavel.base import (
     GavelPolicy,
+    lead_rows,
+    model_columns,
     read_allocation,
 )
 from schedlab.formulations.gavel.data import (
@@ -70,9 +74,10 @@ class MaxMinFairness(GavelPolicy):
         teq = data.equal_share_throughput()
         coef = data.scale_factor / (data.weight * np.where(teq > 0, teq, 1.0))
         m.t = pyo.Var(bounds=(0.0, None))
-        m.fairness = pyo.Constraint(
-            m.J, rule=lambda model, j: float(coef[j]) * model.thr[j] >= model.t
-        )
+        # fairness[j]: t - coef_j thr_j <= 0
+        add_rows(m, "fairness", lead_rows(m, np.arange(data.num_jobs), coef,
+                                          np.ones(data.num_jobs)),
+                 [m.t, *model_columns(m)], None, 0.0, index=m.J)
         m.objective = pyo.Objective(expr=m.t, sense=pyo.maximize)
         return m
 
@@ -172,9 +177,12 @@ class MaxSumThroughput(GavelPolicy):
 
     def build_from(self, data: GavelData) -> pyo.ConcreteModel:
         m = self.model(data)
-        coef = self.coefficients(data)
+        jk = m.gavel_rows.jk
+        coef = self.coefficients(data)[jk[:, 0], jk[:, 1]]
+        terms = np.flatnonzero(coef)  # a 0 * X term is no term
+        x = list(m.X.values())
         m.objective = pyo.Objective(
-            expr=pyo.quicksum(float(coef[j, k]) * m.X[j, k] for j, k in m.JK),
+            expr=linear_expression(coef[terms], [x[i] for i in terms.tolist()]),
             sense=pyo.maximize,
         )
         return m
@@ -190,8 +198,11 @@ class MaxSumThroughput(GavelPolicy):
 
     def _add_slos(self, m: pyo.ConcreteModel, instance: Instance, data: GavelData) -> None:
         rates = self._slo_rates(instance)
-        m.SLO = pyo.Set(initialize=sorted(rates), ordered=True)
-        m.slo = pyo.Constraint(m.SLO, rule=lambda model, j: model.thr[j] >= rates[j])
+        jobs = sorted(rates)
+        m.SLO = pyo.Set(initialize=jobs, ordered=True)
+        # slo[j]: thr_j >= R_j / slo_j
+        add_rows(m, "slo", m.gavel_rows.thr[jobs], model_columns(m),
+                 np.array([rates[j] for j in jobs]), None, index=m.SLO)
 
     def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
         solution = super().solve(instance, options)
@@ -232,12 +243,18 @@ class MaxSumThroughput(GavelPolicy):
         if alone:
             return alone
         m = self.model(data, f"{self.name}.slo_elastic")
-        m.SLO = pyo.Set(initialize=sorted(rates), ordered=True)
+        jobs = sorted(rates)
+        m.SLO = pyo.Set(initialize=jobs, ordered=True)
         m.short = pyo.Var(m.SLO, bounds=(0.0, 1.0))
-        m.slo = pyo.Constraint(
-            m.SLO, rule=lambda model, j: model.thr[j] >= rates[j] * (1 - model.short[j])
-        )
-        m.objective = pyo.Objective(expr=pyo.quicksum(m.short[j] for j in m.SLO))
+        # slo[j]: thr_j >= R_j (1 - short_j), as -R_j short_j - thr_j <= -R_j over the
+        # columns [short..., X..., Y...]
+        required = np.array([rates[j] for j in jobs])
+        elastic = sp.hstack([sp.diags(-required), -m.gavel_rows.thr[jobs]], format="csr")
+        elastic.sort_indices()
+        add_rows(m, "slo", elastic, [*m.short.values(), *model_columns(m)], None, -required,
+                 index=m.SLO)
+        m.objective = pyo.Objective(expr=linear_expression(np.ones(len(jobs)),
+                                                           list(m.short.values())))
         PersistentSolver(options).solve(m)
         broken = [
             f"job {data.job_ids[j]}: SLO short by {100 * pyo.value(m.short[j]):.3g}% of its "
@@ -276,12 +293,12 @@ class MinMakespan(GavelPolicy):
 
     def build_from(self, data: GavelData) -> pyo.ConcreteModel:
         m = self.model(data)
-        busy = [int(j) for j in np.flatnonzero(data.remaining_steps > 0)]
-        m.B = pyo.Set(initialize=busy, ordered=True)
+        busy = np.flatnonzero(data.remaining_steps > 0)
+        m.B = pyo.Set(initialize=busy.tolist(), ordered=True)
         m.y = pyo.Var(bounds=(0.0, None))
-        m.finish = pyo.Constraint(
-            m.B, rule=lambda model, j: model.thr[j] >= float(data.remaining_steps[j]) * model.y
-        )
+        # finish[j]: R_j y - thr_j <= 0
+        add_rows(m, "finish", lead_rows(m, busy, np.ones(len(busy)), data.remaining_steps[busy]),
+                 [m.y, *model_columns(m)], None, 0.0, index=m.B)
         m.objective = pyo.Objective(expr=m.y, sense=pyo.maximize)
         return m
 
@@ -368,6 +385,8 @@ class FinishTimeFairness(GavelPolicy):
         m.B = pyo.Set(initialize=busy, ordered=True)
         m.rate = pyo.Param(m.B, mutable=True, initialize=0.0)
         m.z = pyo.Var(bounds=(0.0, 2.0))
+        # the coefficient of z is a mutable Param (changed in place between bisection steps),
+        # so each row combines the array-built thr_j with that term
         m.finish = pyo.Constraint(
             m.B, rule=lambda model, j: model.thr[j] >= model.rate[j] * model.z
         )

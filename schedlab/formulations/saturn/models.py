@@ -57,9 +57,17 @@ from collections import defaultdict
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pyomo.environ as pyo
+import scipy.sparse as sp
 
 from schedlab.errors import InputError
+from schedlab.formulations.arrays import (
+    add_expressions,
+    add_rows,
+    linear_expression,
+    row_expressions,
+)
 from schedlab.formulations.base import Formulation
 from schedlab.formulations.saturn.baselines import (
     Placement,
@@ -85,6 +93,7 @@ from schedlab.formulations.saturn.data import (
     saturn_data,
     weighted_completion,
 )
+from schedlab.formulations.saturn.model_arrays import DisjunctiveColumns, StartGrid, with_column
 from schedlab.formulations.saturn.nodes import benders_applicable, benders_makespan, warm_up
 from schedlab.instance import Instance
 from schedlab.solution import Solution, Status, Timings
@@ -330,73 +339,63 @@ class TimeIndexed(SaturnMilp):
             release = [math.floor(a / delta + 1e-9) for a in data.release]
         else:
             release = [math.ceil(a / delta - 1e-9) for a in data.release]
-        index = []
-        for j, opts in enumerate(data.options):
-            for o, opt in enumerate(opts):
-                for n, node in enumerate(data.nodes):
-                    if opt.gpus <= node.gpus:
-                        last = horizon - slots[j, o]
-                        index += [(j, o, n, t) for t in range(release[j], last + 1)]
+        grid = StartGrid.build(data, slots, release, horizon)
+        index = grid.keys()
         identical = len({(nd.gpus, nd.accelerator) for nd in data.nodes}) == 1
         m = pyo.ConcreteModel(name=self.name)
         m.START = pyo.Set(initialize=index, dimen=4, ordered=True)
         m.x = pyo.Var(m.START, domain=pyo.Binary)
-        by_job: dict[int, list[Any]] = defaultdict(list)
-        usage: dict[tuple[int, int], list[Any]] = defaultdict(list)
-        finish: dict[int, list[Any]] = defaultdict(list)
-        begins: dict[int, list[Any]] = defaultdict(list)
-        for j, o, n, t in index:
-            x = m.x[j, o, n, t]
-            p = slots[j, o]
-            by_job[j].append(x)
-            finish[j].append((t + p) * x)
-            begins[j].append(t * x)
-            g = data.options[j][o].gpus
-            for tau in range(t, t + p):
-                usage[n, tau].append(g * x)
-        m.J = pyo.Set(initialize=range(data.num_jobs))
-        m.one_start = pyo.Constraint(m.J, rule=lambda mm, j: pyo.quicksum(by_job[j]) == 1)
-        m.NT = pyo.Set(initialize=sorted(usage), dimen=2)
-        m.capacity = pyo.Constraint(
-            m.NT, rule=lambda mm, n, tau: pyo.quicksum(usage[n, tau]) <= data.nodes[n].gpus
-        )
-        m.completion = pyo.Expression(m.J, rule=lambda mm, j: pyo.quicksum(finish[j]))
-        m.begin = pyo.Expression(m.J, rule=lambda mm, j: pyo.quicksum(begins[j]))
+        x = list(m.x.values())
+        width = grid.size
+        num_jobs = data.num_jobs
+        m.J = pyo.Set(initialize=range(num_jobs))
+        # one_start[j]: sum x[j,.] = 1
+        add_rows(m, "one_start", grid.by_job(np.ones(width)), x, 1.0, 1.0, index=m.J)
+        # capacity[n,tau]: sum g x[j,o,n,t] over t <= tau < t + p <= G_n
+        node_tau, usage = grid.usage()
+        m.NT = pyo.Set(initialize=[tuple(key) for key in node_tau.tolist()], dimen=2)
+        add_rows(m, "capacity", usage, x, None, grid.capacity[node_tau[:, 0]], index=m.NT)
+        completion = grid.by_job(grid.t + grid.p)  # end slot of each start
+        begin = grid.by_job(grid.t.astype(float))
+        add_expressions(m, "completion", completion, x, index=m.J)
+        add_expressions(m, "begin", begin, x, index=m.J)
         # Interchangeable jobs (same release, weight and options): order their starts.
         twins = self.identical_pairs(data)
         m.TWINS = pyo.Set(initialize=twins, dimen=2, ordered=True)
-        m.twin_order = pyo.Constraint(m.TWINS, rule=lambda mm, a, b: mm.begin[a] <= mm.begin[b])
+        first = [a for a, _ in twins]
+        second = [b for _, b in twins]
+        add_rows(m, "twin_order", sp.csr_matrix(begin[first] - begin[second]), x, None, 0.0,
+                 index=m.TWINS)
         if self.objective == "makespan" and round_down:
-            self._rounded_down_makespan(m, data, delta, index, floor_s, identical)
+            self._rounded_down_makespan(m, data, delta, grid, floor_s, identical)
         elif self.objective == "makespan":
             floor = math.ceil(max(lower_bound(data), floor_s) / delta - 1e-9)
             # C counts whole slots (every completion is an integer slot), so it is declared
             # integer: the solver may then round its bound up.
             m.C = pyo.Var(domain=pyo.NonNegativeIntegers, bounds=(min(floor, horizon), horizon))
-            m.finish = pyo.Constraint(m.J, rule=lambda mm, j: mm.C >= mm.completion[j])
+            with_c = [*x, m.C]
+            # finish[j]: completion_j - C <= 0
+            add_rows(m, "finish", with_column(completion, -np.ones(num_jobs)), with_c, None,
+                     0.0, index=m.J)
             # Energy: GPU-slots used on a node fit under C x G_n (valid, tightens the LP).
-            work: dict[int, list[Any]] = defaultdict(list)
-            for j, o, n, t in index:
-                work[n].append(data.options[j][o].gpus * slots[j, o] * m.x[j, o, n, t])
-            m.N = pyo.Set(initialize=sorted(work))
-            m.energy = pyo.Constraint(
-                m.N, rule=lambda mm, n: data.nodes[n].gpus * mm.C >= pyo.quicksum(work[n])
-            )
+            work = grid.by_node(grid.g * grid.p)
+            m.N = pyo.Set(initialize=sorted(set(grid.n.tolist())))
+            nodes = list(m.N)
+            add_rows(m, "energy", with_column(work[nodes], -grid.capacity[nodes]), with_c,
+                     None, 0.0, index=m.N)
             if identical and len(data.nodes) > 1:
                 # Identical nodes are interchangeable: label them by decreasing load.
                 m.NN = pyo.Set(initialize=range(len(data.nodes) - 1))
-                m.node_order = pyo.Constraint(
-                    m.NN, rule=lambda mm, n: pyo.quicksum(work[n]) >= pyo.quicksum(work[n + 1])
-                )
-            m.energy_all = pyo.Constraint(
-                expr=data.total_gpus * m.C
-                >= pyo.quicksum(term for terms in work.values() for term in terms)
-            )
+                add_rows(m, "node_order", sp.csr_matrix(work[1:] - work[:-1]), x, None, 0.0,
+                         index=m.NN)
+            m.energy_all = pyo.Constraint(expr=(None, linear_expression(
+                np.concatenate([grid.g * grid.p, [-data.total_gpus]]), with_c), 0.0))
             m.obj = pyo.Objective(expr=m.C)
         else:
-            m.obj = pyo.Objective(
-                expr=pyo.quicksum(data.weight[j] * m.completion[j] for j in m.J)
-            )
+            weighted = np.asarray(data.weight, dtype=float)[grid.j] * (grid.t + grid.p)
+            terms = np.flatnonzero(weighted)
+            m.obj = pyo.Objective(expr=linear_expression(weighted[terms],
+                                                         [x[i] for i in terms.tolist()]))
         # MIP start: the greedy grid schedule (respecting the symmetry rule when it applies).
         node_pos = {nd.name: n for n, nd in enumerate(data.nodes)}
         start_keys = set()
@@ -404,8 +403,8 @@ class TimeIndexed(SaturnMilp):
             o = next(k for k, cand in enumerate(data.options[j]) if cand.config == opt.config)
             start_keys.add((j, o, node_pos[node.name], round(s / delta)))
         if start_keys <= set(index):
-            for key in index:
-                m.x[key].value = 1.0 if key in start_keys else 0.0
+            for key, var in zip(index, x, strict=True):
+                var.value = 1.0 if key in start_keys else 0.0
             if self.objective == "makespan" and round_down:
                 m.C.value = max(
                     [m.C.lb or 0.0]
@@ -422,7 +421,7 @@ class TimeIndexed(SaturnMilp):
         m: pyo.ConcreteModel,
         data: SaturnData,
         delta: float,
-        index: list[tuple[int, int, int, int]],
+        grid: StartGrid,
         floor_s: float,
         identical: bool,
     ) -> None:
@@ -434,22 +433,21 @@ class TimeIndexed(SaturnMilp):
         * ``node_order``: identical nodes labelled by decreasing rounded-down GPU-slots.
         """
         m.C = pyo.Var(bounds=(floor_s, None))
-        finish: dict[int, list[Any]] = defaultdict(list)
-        chosen: dict[tuple[int, int, int], list[Any]] = defaultdict(list)
-        work: dict[int, list[Any]] = defaultdict(list)
-        for j, o, n, t in index:
-            x = m.x[j, o, n, t]
-            opt = data.options[j][o]
-            finish[j].append((t * delta + opt.runtime) * x)
-            chosen[j, o, n].append(x)
-            work[n].append(opt.gpus * math.floor(opt.runtime / delta + 1e-9) * x)
-        m.finish = pyo.Constraint(m.J, rule=lambda mm, j: mm.C >= pyo.quicksum(finish[j]))
-        add_valid_rows(m, data, m.C, {key: pyo.quicksum(xs) for key, xs in chosen.items()})
+        x = list(m.x.values())
+        runtime = grid.runtime
+        # finish[j]: sum (t delta + r_o) x - C <= 0
+        add_rows(m, "finish", with_column(grid.by_job(grid.t * delta + runtime),
+                                           -np.ones(data.num_jobs)), [*x, m.C], None, 0.0,
+                 index=m.J)
+        # [j runs o on n] = sum_t x[j,o,n,t]: one row per (j, o, n), in order of appearance
+        choice, chosen_keys = grid.by_choice()
+        chosen = dict(zip(chosen_keys, row_expressions(choice, x), strict=True))
+        add_valid_rows(m, data, m.C, chosen)
         if identical and len(data.nodes) > 1:
+            work = grid.by_node(grid.g * np.floor(runtime / delta + 1e-9))
             m.NN = pyo.Set(initialize=range(len(data.nodes) - 1))
-            m.node_order = pyo.Constraint(
-                m.NN, rule=lambda mm, n: pyo.quicksum(work[n]) >= pyo.quicksum(work[n + 1])
-            )
+            add_rows(m, "node_order", sp.csr_matrix(work[1:] - work[:-1]), x, None, 0.0,
+                     index=m.NN)
         m.obj = pyo.Objective(expr=m.C)
 
     @staticmethod
@@ -479,7 +477,7 @@ class TimeIndexed(SaturnMilp):
            the phase-1 bound) for at most ``incumbent_share`` of what is left, then the exact
            left-shifted schedule,
         3. unless the grid is exact or the gap already <= ``target_gap``: with identical
-           nodes, one release time, HiGHS and at most ``benders_max_jobs_per_node`` jobs per
+           nodes, one release time and at most ``benders_max_jobs_per_node`` jobs per
            node (:meth:`_use_benders`), the logic-based Benders
            decomposition of :mod:`saturn_nodes` until the limit (exact in continuous time: its
            master's dual bound is a bound of the exact problem, its schedules replace the
@@ -539,6 +537,7 @@ class TimeIndexed(SaturnMilp):
         log.debug("phase 2 (grid model, polish) done after %.1f s: %.1f",
                   time.perf_counter() - t0, makespan(to_schedule(data, left_shift(data, placed))))
         benders_metrics: dict[str, Any] = {}
+        benders_notes: list[str] = []
         phase1_bound = bound_s
         cut_short = result.status == Status.TIME_LIMIT
         if benders_on and not grid_is_exact(data, delta):
@@ -548,13 +547,17 @@ class TimeIndexed(SaturnMilp):
                     time.perf_counter() + max(1.0, time.perf_counter() - t0))
                 benders = benders_makespan(data, floor=bound_s, upper=polished,
                                            deadline=budget_end, target_gap=self.target_gap,
-                                           threads=opts.threads, start=placed)
+                                           start=placed, options=opts)
                 use = benders.placements is not None and benders.makespan < polished - 1e-9
                 if use and benders.placements is not None:
                     placed = benders.placements
                 bound_s = max(bound_s, benders.bound)
                 cut_short |= deadline is not None and not benders.finished
-                benders_metrics = {"benders_bound_s": benders.bound,
+                if benders.stopped:
+                    benders_notes.append(f"{benders.stopped}; the Benders phase stopped there "
+                                         "with the bound and schedule it had")
+                benders_metrics = {"benders_solver": benders.solver,
+                                   "benders_bound_s": benders.bound,
                                    "benders_makespan_s": benders.makespan,
                                    "benders_iterations": benders.iterations,
                                    "benders_cuts": benders.cuts,
@@ -581,6 +584,7 @@ class TimeIndexed(SaturnMilp):
             },
         )
         solution.metrics["grid_exact"] = grid_is_exact(data, delta)
+        solution.diagnostics.extend(benders_notes)
         if self.objective == "makespan" and solution.objective is not None:
             solution.bound = max(solution.bound or 0.0, bound_s)
             if solution.metrics["grid_exact"] and result.bound is not None:
@@ -606,7 +610,7 @@ class TimeIndexed(SaturnMilp):
         return solution
 
     def _use_benders(self, data: SaturnData, opts: SolverOptions) -> bool:
-        """The Benders phase runs for the makespan with HiGHS, identical nodes and one
+        """The Benders phase runs for the makespan with identical nodes and one
         release time (:func:`saturn_nodes.benders_applicable`), and at most
         ``benders_max_jobs_per_node`` jobs per node on average: with more, the exact one-node
         subproblems get too large (in Python, 32 jobs on 2 nodes took 50 s per iteration;
@@ -616,8 +620,7 @@ class TimeIndexed(SaturnMilp):
         without)."""
         per_node = (self.benders_max_jobs_per_node if len(data.nodes) > 1
                     else self.benders_max_jobs_one_node)
-        return (self.benders and self.objective == "makespan" and opts.solver == "highs"
-                and benders_applicable(data)
+        return (self.benders and self.objective == "makespan" and benders_applicable(data)
                 and data.num_jobs <= per_node * len(data.nodes))
 
     def _combinatorial_bound(self, data: SaturnData, opts: SolverOptions, t0: float) -> float:
@@ -724,9 +727,12 @@ class Disjunctive(SaturnMilp):
         return self.build_from(data, self.horizon(data))
 
     def build_from(self, data: SaturnData, big_m: float) -> pyo.ConcreteModel:
-        """The disjunctive model with M = ``big_m`` (s)."""
+        """The disjunctive model with M = ``big_m`` (s), its rows built from arrays over the
+        columns [y..., z..., q..., S...] (+ C), each row naming its variables in the order
+        of the module docstring's formulas."""
         m = pyo.ConcreteModel(name=self.name)
-        jobs = range(data.num_jobs)
+        num_jobs = data.num_jobs
+        jobs = range(num_jobs)
         yon = [(j, o, n) for j in jobs for o, opt in enumerate(data.options[j])
                for n, node in enumerate(data.nodes) if opt.gpus <= node.gpus]
         gpu_slots = [(j, n, u) for j in jobs for n, node in enumerate(data.nodes)
@@ -740,34 +746,40 @@ class Disjunctive(SaturnMilp):
         m.q = pyo.Var(m.P, domain=pyo.Binary)
         m.J = pyo.Set(initialize=jobs)
         m.S = pyo.Var(m.J, bounds=lambda mm, j: (data.release[j], big_m))
-        m.D = pyo.Expression(m.J, rule=lambda mm, j: pyo.quicksum(
-            data.options[jj][o].runtime * mm.y[jj, o, n] for jj, o, n in yon if jj == j))
-        m.one_option = pyo.Constraint(m.J, rule=lambda mm, j: pyo.quicksum(
-            mm.y[jj, o, n] for jj, o, n in yon if jj == j) == 1)
+        cols = DisjunctiveColumns.build(data, yon, len(pairs))
+        variables = [*m.y.values(), *m.z.values(), *m.q.values(), *m.S.values()]
+        # D_j = sum_{o,n} r_o y[j,o,n]
+        runs = cols.by_job_y(cols.run)
+        add_expressions(m, "D", runs, variables, index=m.J)
+        add_rows(m, "one_option", cols.by_job_y(np.ones(len(yon))), variables, 1.0, 1.0,
+                 index=m.J)
         m.JN = pyo.Set(initialize=[(j, n) for j in jobs for n in range(len(data.nodes))], dimen=2)
-        m.gpus = pyo.Constraint(m.JN, rule=lambda mm, j, n: pyo.quicksum(
-            mm.z[j, n, u] for u in range(data.nodes[n].gpus)) == pyo.quicksum(
-            data.options[j][o].gpus * mm.y[j, o, nn] for jj, o, nn in yon if jj == j and nn == n))
+        add_rows(m, "gpus", cols.gpu_rows(), variables, 0.0, 0.0, index=m.JN)
         clash = [(i, j, n, u) for i, j in pairs for n, node in enumerate(data.nodes)
                  for u in range(node.gpus)]
         m.CL = pyo.Set(initialize=clash, dimen=4, ordered=True)
-
-        def shared(mm: pyo.ConcreteModel, i: int, j: int, n: int, u: int) -> Any:
-            return 2 - mm.z[i, n, u] - mm.z[j, n, u]
-
-        m.before = pyo.Constraint(m.CL, rule=lambda mm, i, j, n, u: mm.S[j] >= mm.S[i] + mm.D[i]
-                                  - big_m * (1 - mm.q[i, j]) - big_m * shared(mm, i, j, n, u))
-        m.after = pyo.Constraint(m.CL, rule=lambda mm, i, j, n, u: mm.S[i] >= mm.S[j] + mm.D[j]
-                                 - big_m * mm.q[i, j] - big_m * shared(mm, i, j, n, u))
-        m.horizon = pyo.Constraint(m.J, rule=lambda mm, j: mm.S[j] + mm.D[j] <= big_m)
+        ci, cj, cn, cu = np.array(clash, dtype=np.int64).reshape(-1, 4).T
+        # before[i,j,n,u]: S_i + D_i + M q + M z_i + M z_j - S_j <= 3M
+        add_rows(m, "before", cols.clash_rows(ci, cj, cn, cu, big_m, after=False), variables,
+                 None, 3 * big_m, index=m.CL)
+        # after[i,j,n,u]:  S_j + D_j - M q + M z_i + M z_j - S_i <= 2M
+        add_rows(m, "after", cols.clash_rows(ci, cj, cn, cu, big_m, after=True), variables,
+                 None, 2 * big_m, index=m.CL)
+        # horizon[j]: S_j + D_j <= M
+        ends = cols.end_rows()
+        add_rows(m, "horizon", ends, variables, None, big_m, index=m.J)
         if self.objective == "makespan":
             m.C = pyo.Var(bounds=(0, big_m))
-            m.finish = pyo.Constraint(m.J, rule=lambda mm, j: mm.C >= mm.S[j] + mm.D[j])
+            # finish[j]: S_j + D_j - C <= 0
+            add_rows(m, "finish", with_column(ends, -np.ones(num_jobs)), [*variables, m.C],
+                     None, 0.0, index=m.J)
             m.obj = pyo.Objective(expr=m.C)
         else:
-            m.obj = pyo.Objective(
-                expr=pyo.quicksum(data.weight[j] * (m.S[j] + m.D[j]) for j in jobs)
-            )
+            # sum_j w_j (S_j + D_j), terms in the rows' order (S_j, then j's y)
+            weighted = sp.diags(np.asarray(data.weight, dtype=float)) @ ends
+            weighted.eliminate_zeros()
+            m.obj = pyo.Objective(expr=linear_expression(
+                weighted.data, [variables[i] for i in weighted.indices.tolist()]))
         return m
 
     def placements(self, model: pyo.ConcreteModel, data: SaturnData) -> list[Placement]:

@@ -40,7 +40,9 @@ bound of the exact optimal makespan at every iteration; the loop stops when it m
 schedule within the target gap, or at the deadline.  New best schedules are polished by a
 local search over the assignment (:func:`improve_assignment`, incumbents only).
 
-Each master solve also yields the improving solutions HiGHS found on the way (up to
+The master is a persistent :class:`~schedlab.solvers.matrix.MatrixModel` of the chosen
+solver (HiGHS by default, Gurobi with ``solver="gurobi"``), cuts added as rows in place.
+Each master solve also yields the improving solutions the solver kept on the way (up to
 ``OTHER_ASSIGNMENTS``): they are evaluated like its optimum (schedules, cuts).  The master is
 solved to a relative gap of ``MASTER_GAP_START`` first (its dual bound is valid
 at any gap); an iteration without a cut means the schedule is within that gap of the bound, so
@@ -60,8 +62,13 @@ from typing import Any
 
 import numpy as np
 
+from schedlab.errors import SolverError
+from schedlab.formulations.arrays import csr_arrays
 from schedlab.formulations.saturn.baselines import Placement
 from schedlab.formulations.saturn.data import Option, SaturnData, lower_bound
+from schedlab.solution import Status
+from schedlab.solvers import SolverOptions
+from schedlab.solvers.matrix import FloatArray, IntArray, matrix_model
 
 log = logging.getLogger(__name__)
 
@@ -296,7 +303,9 @@ class BendersResult:
     """Outcome of :func:`benders_makespan`: ``bound`` (a valid lower bound of the exact
     optimal makespan, s), the best schedule found (``placements``, ``makespan``; None / inf
     when no master solution was evaluated), iteration and cut counts, and ``finished``
-    (True when the bound met the best makespan within the target gap)."""
+    (True when the bound met the best makespan within the target gap).  ``solver``: the
+    master's solver; ``stopped``: why the loop ended early when its solver failed ("" when
+    it did not)."""
 
     bound: float
     makespan: float = math.inf
@@ -305,6 +314,8 @@ class BendersResult:
     cuts: int = 0
     finished: bool = False
     log: list[tuple[float, float, float]] = field(default_factory=list)
+    solver: str = "highs"
+    stopped: str = ""
 
 
 def benders_applicable(data: SaturnData) -> bool:
@@ -313,116 +324,145 @@ def benders_applicable(data: SaturnData) -> bool:
             and len(set(data.release)) == 1)
 
 
+def master_rows(data: SaturnData, keys: Sequence[tuple[int, int, int]]) -> tuple[
+        IntArray, IntArray, FloatArray, FloatArray, FloatArray]:
+    """The master's rows over the columns y[keys] (0..c-1) and C (column c), as CSR arrays
+    (starts, columns, values) with (lower, upper); one release time a0, identical or not:
+
+    * per job j, ``choice[j]``: sum_{o,n} y[j,o,n] = 1, then ``length[j]``:
+      C - sum_{o,n} r_o y[j,o,n] >= a0;
+    * per node n, ``energy[n]``: G_n C - sum_{j,o} g_o r_o y[j,o,n] >= G_n a0, then for each
+      key k = (j,o,n) in key order whose ``others`` (keys on n of other jobs with
+      g > max(G_n/2, G_n - g_o)) are not empty, ``clique[k]``:
+      C - r_o y[k] - sum_{others} r y >= a0 (``saturn_bounds``' rows at a_min = a0);
+    * with more than one node, ``symmetry``: sum_o y[0,o,0] = 1.
+    """
+    c = len(keys)
+    kj = np.array([k[0] for k in keys], dtype=np.int64).reshape(-1)
+    kn = np.array([k[2] for k in keys], dtype=np.int64).reshape(-1)
+    run = np.array([data.options[j][o].runtime for j, o, _ in keys], dtype=float)
+    gpus = np.array([data.options[j][o].gpus for j, o, _ in keys], dtype=float)
+    a0 = data.release[0]
+    row_parts: list[IntArray] = []
+    col_parts: list[IntArray] = []
+    val_parts: list[FloatArray] = []
+    lower: list[FloatArray] = []
+    upper: list[FloatArray] = []
+    num_jobs = data.num_jobs
+    # per job: choice (row 2j) then length (row 2j + 1)
+    cols = np.arange(c)
+    row_parts += [2 * kj, 2 * np.arange(num_jobs) + 1, 2 * kj + 1]
+    col_parts += [cols, np.full(num_jobs, c), cols]
+    val_parts += [np.ones(c), np.ones(num_jobs), -run]
+    lower.append(np.tile([1.0, a0], num_jobs))
+    upper.append(np.tile([1.0, np.inf], num_jobs))
+    row = 2 * num_jobs
+    for n, node in enumerate(data.nodes):
+        cap = float(node.gpus)
+        on = np.flatnonzero(kn == n)
+        row_parts += [np.full(len(on) + 1, row)]
+        col_parts += [np.concatenate(([c], on))]
+        val_parts += [np.concatenate(([cap], -gpus[on] * run[on]))]
+        lower.append(np.array([cap * a0]))
+        upper.append(np.array([np.inf]))
+        row += 1
+        threshold = np.maximum(cap / 2, cap - gpus[on])
+        others = (kj[on][None, :] != kj[on][:, None]) & (gpus[on][None, :] > threshold[:, None])
+        live = np.flatnonzero(others.any(axis=1))
+        ids = row + np.arange(len(live))
+        first, second = np.nonzero(others[live])
+        row_parts += [ids, ids, ids[first]]
+        col_parts += [np.full(len(live), c), on[live], on[second]]
+        val_parts += [np.ones(len(live)), -run[on[live]], -run[on[second]]]
+        lower.append(np.full(len(live), a0))
+        upper.append(np.full(len(live), np.inf))
+        row += len(live)
+    if len(data.nodes) > 1:
+        zero = np.flatnonzero((kj == 0) & (kn == 0))
+        row_parts.append(np.full(len(zero), row))
+        col_parts.append(zero)
+        val_parts.append(np.ones(len(zero)))
+        lower.append(np.array([1.0]))
+        upper.append(np.array([1.0]))
+        row += 1
+    starts, columns, values = csr_arrays(np.concatenate(row_parts), np.concatenate(col_parts),
+                                         np.concatenate(val_parts), row)
+    return starts, columns, values, np.concatenate(lower), np.concatenate(upper)
+
+
 class _Master:
-    """The assignment MIP (rows of ``saturn_bounds.add_valid_rows``) in HiGHS, cuts added
-    in place.  Columns: y[j,o,n] for every option that fits, then C."""
+    """The assignment MIP (:func:`master_rows`) in a persistent
+    :class:`~schedlab.solvers.matrix.MatrixModel` of the chosen solver, cuts added in place.
+    Columns: y[j,o,n] for every option that fits, then C."""
 
-    def __init__(self, data: SaturnData, floor: float, threads: int | None) -> None:
-        import highspy
-
-        self.hs = highspy
+    def __init__(self, data: SaturnData, floor: float, options: SolverOptions) -> None:
         self.data = data
         self.keys = [(j, o, n) for j, opts in enumerate(data.options)
                      for o, opt in enumerate(opts)
                      for n, node in enumerate(data.nodes) if opt.gpus <= node.gpus]
         self.col = {k: i for i, k in enumerate(self.keys)}
         self.c = len(self.keys)
-        from schedlab.solvers import new_highs
-
-        h = new_highs()  # output off, and no banner on stdout
-        h.setOptionValue("mip_rel_gap", 1e-6)
-        h.setOptionValue("mip_improving_solution_save", True)
-        if threads:
-            h.setOptionValue("threads", int(threads))
-        inf = highspy.kHighsInf
+        self.runtime = np.array([self._opt(k).runtime for k in self.keys])
+        model = matrix_model(options, save_solutions=True)
         num = self.c + 1
         cost = np.zeros(num)
         cost[-1] = 1.0
         lower = np.zeros(num)
-        upper_b = np.ones(num)
+        upper = np.ones(num)
         lower[-1] = floor
-        upper_b[-1] = inf
-        h.addVars(num, lower, upper_b)
-        h.changeColsCost(num, np.arange(num, dtype=np.int32), cost)
-        h.changeColsIntegrality(self.c, np.arange(self.c, dtype=np.int32),
-                                np.array([highspy.HighsVarType.kInteger] * self.c))
-        h.changeObjectiveSense(highspy.ObjSense.kMinimize)
-        self.h = h
-        a0 = data.release[0]
-        for j in range(data.num_jobs):
-            cols = [self.col[k] for k in self.keys if k[0] == j]
-            self._row(cols, [1.0] * len(cols), 1.0, 1.0)
-            # length: C - sum r y >= a
-            self._row([self.c, *cols],
-                      [1.0] + [-data.options[j][self.keys[c][1]].runtime for c in cols], a0, inf)
-        for n, node in enumerate(data.nodes):
-            on = [k for k in self.keys if k[2] == n]
-            cap = node.gpus
-            self._row([self.c] + [self.col[k] for k in on],
-                      [float(cap)] + [-self._opt(k).gpus * self._opt(k).runtime for k in on],
-                      cap * a0, inf)
-            for k in on:
-                threshold = max(cap / 2, cap - self._opt(k).gpus)
-                others = [kk for kk in on if kk[0] != k[0] and self._opt(kk).gpus > threshold]
-                if others:
-                    self._row([self.c, self.col[k]] + [self.col[kk] for kk in others],
-                              [1.0, -self._opt(k).runtime]
-                              + [-self._opt(kk).runtime for kk in others], a0, inf)
-        if len(data.nodes) > 1:
-            zero = [self.col[k] for k in self.keys if k[0] == 0 and k[2] == 0]
-            self._row(zero, [1.0] * len(zero), 1.0, 1.0)
+        upper[-1] = np.inf
+        model.add_columns(lower, upper, cost, integer=np.arange(num) < self.c)
+        starts, columns, values, row_lo, row_up = master_rows(data, self.keys)
+        model.add_rows(row_lo, row_up, starts=starts, columns=columns, values=values)
+        self.model = model
+
+    @property
+    def backend(self) -> str:
+        """The solver holding the master (``highs``, ``gurobi``)."""
+        return self.model.backend
 
     def hint(self, chosen: Sequence[tuple[int, int, int]], value: float) -> None:
-        """Give HiGHS the assignment ``chosen`` (keys (j, o, n)) with C = ``value`` (its
+        """Give the solver the assignment ``chosen`` (keys (j, o, n)) with C = ``value`` (its
         exact makespan, which satisfies every row and cut) as a starting solution."""
         col_value = np.zeros(self.c + 1)
-        for key in chosen:
-            col_value[self.col[key]] = 1.0
+        col_value[[self.col[key] for key in chosen]] = 1.0
         col_value[-1] = value
-        solution = self.hs.HighsSolution()
-        solution.col_value = list(col_value)
-        solution.value_valid = True
-        self.h.setSolution(solution)
+        self.model.set_start(col_value)
 
     def _opt(self, key: tuple[int, int, int]) -> Option:
         j, o, _ = key
         return self.data.options[j][o]
 
-    def _row(self, cols: list[int], vals: list[float], lo: float, hi: float) -> None:
-        self.h.addRow(lo, hi, len(cols), np.array(cols, dtype=np.int32),
-                      np.array(vals, dtype=float))
-
     def add_cut(self, items: list[tuple[int, int]], value: float) -> None:
         """C >= value - sum r_o (1 - y[j,o,n']) for every node n'."""
-        inf = self.hs.kHighsInf
         total = sum(self.data.options[j][o].runtime for j, o in items)
-        for n in range(len(self.data.nodes)):
-            cols = [self.c] + [self.col[j, o, n] for j, o in items]
-            vals = [1.0] + [-self.data.options[j][o].runtime for j, o in items]
-            self._row(cols, vals, value - total, inf)
+        nodes = len(self.data.nodes)
+        cols = np.array([[self.c] + [self.col[j, o, n] for j, o in items]
+                         for n in range(nodes)], dtype=np.int64)
+        vals = np.concatenate(([1.0], -self.runtime[cols[0, 1:]]))
+        width = cols.shape[1]
+        self.model.add_rows(np.full(nodes, value - total), np.full(nodes, np.inf),
+                            starts=np.arange(0, nodes * width + 1, width),
+                            columns=cols.reshape(-1), values=np.tile(vals, nodes))
 
     def solve(self, time_limit: float, gap: float = 1e-6) -> tuple[
             float, float, list[tuple[int, int, int]], list[list[tuple[int, int, int]]]] | None:
         """(objective, dual bound, chosen keys, up to ``OTHER_ASSIGNMENTS`` other assignments
-        HiGHS found during this solve, latest first) or None when nothing was found in time;
-        HiGHS stops at relative gap ``gap``."""
-        self.h.setOptionValue("time_limit", max(0.05, time_limit))
-        self.h.setOptionValue("mip_rel_gap", gap)
-        self.h.run()
-        info = self.h.getInfo()
-        log.debug("master: %s, dual bound %s", self.h.getModelStatus(), info.mip_dual_bound)
-        if info.primal_solution_status != 2:  # kSolutionStatusFeasible
+        the solver found during this solve, latest first) or None when nothing was found in
+        time; the solver stops at relative gap ``gap``."""
+        result = self.model.solve(time_limit_s=max(0.05, time_limit), mip_gap=gap)
+        log.debug("master: %s, dual bound %s", result.message, result.bound)
+        if not result.status.has_solution or result.objective is None:
             return None
-        values = self.h.getSolution().col_value
-        chosen = [k for k, v in zip(self.keys, values, strict=False) if v > 0.5]
+        chosen = [k for k, v in zip(self.keys, self.model.values(), strict=False) if v > 0.5]
         others: list[list[tuple[int, int, int]]] = []
-        for saved in reversed(self.h.getSavedMipSolutions()[-OTHER_ASSIGNMENTS - 1:]):
-            keys = [k for k, v in zip(self.keys, saved.col_value, strict=False) if v > 0.5]
+        for saved in self.model.saved_solutions()[:OTHER_ASSIGNMENTS + 1]:
+            keys = [k for k, v in zip(self.keys, saved, strict=False) if v > 0.5]
             if keys != chosen and keys not in others:
                 others.append(keys)
-        objective = float(info.objective_function_value)
-        bound = float(info.mip_dual_bound)
-        if self.h.getModelStatus() == self.hs.HighsModelStatus.kOptimal:
+        objective = result.objective
+        bound = result.bound if result.bound is not None else -math.inf
+        if result.status == Status.OPTIMAL:
             bound = max(bound, objective * (1 - gap))
         return objective, bound, chosen, others[:OTHER_ASSIGNMENTS]
 
@@ -498,6 +538,7 @@ def benders_makespan(
     node_limit: int | None = None,
     improve_s: float = 2.0,
     start: Sequence[Placement] | None = None,
+    options: SolverOptions | None = None,
 ) -> BendersResult:
     """Logic-based Benders decomposition (module docstring) until the master's bound meets
     the best makespan (``upper`` or one found here) within ``target_gap`` or ``deadline``
@@ -505,14 +546,22 @@ def benders_makespan(
     never falls below it; it is not loaded into the master, whose C starts at the analytic
     bound: with C floored the master returns arbitrary assignments below the floor, and the
     cuts from them converged much more slowly in our runs).  ``start``: a schedule of
-    makespan ``upper``, whose assignment is the master's first MIP start.  Requires
-    :func:`benders_applicable`."""
+    makespan ``upper``, whose assignment is the master's first MIP start.  ``options``: the
+    master's solver (``solver``; ``threads``, unless ``threads`` is given; ``seed``,
+    ``verbose``); its time limit and gap are set here, and the backend ``extra`` options,
+    tuned for other models, are not passed.  A master that fails (e.g. Gurobi's size-limited
+    licence refusing it as cuts accumulate) ends the loop with what it has, said in
+    ``stopped``.  Requires :func:`benders_applicable`."""
     if not benders_applicable(data):
         raise ValueError("Benders needs identical nodes and one release time")
-    master = _Master(data, lower_bound(data), threads)
+    opts = options or SolverOptions()
+    master_options = SolverOptions(solver=opts.solver,
+                                   threads=threads if threads is not None else opts.threads,
+                                   seed=opts.seed, verbose=opts.verbose)
+    master = _Master(data, lower_bound(data), master_options)
     capacity = data.nodes[0].gpus
     cache = _NodeCache(capacity, node_limit or _node_limit(1_000_000, 100_000), deadline)
-    out = BendersResult(bound=floor)
+    out = BendersResult(bound=floor, solver=master.backend)
     best = upper
     master_gap = max(target_gap, MASTER_GAP_START)
     best_keys = None if start is None else _keys(data, start)
@@ -521,9 +570,15 @@ def benders_makespan(
         left = math.inf if deadline is None else deadline - time.perf_counter()
         if left < 0.1 or _met(best, out.bound, target_gap):
             break
-        if best_keys is not None:
-            master.hint(best_keys, best)
-        answer = master.solve(left, master_gap)
+        try:
+            if best_keys is not None:
+                master.hint(best_keys, best)
+            answer = master.solve(left, master_gap)
+        except SolverError as exc:
+            out.stopped = f"the Benders master ({master.backend}) failed: {exc}"
+            log.warning("%s; Benders stops with bound %.6g and best %.6g", out.stopped,
+                        out.bound, best)
+            break
         if answer is None:
             break
         objective, dual, chosen, others = answer
@@ -531,8 +586,8 @@ def benders_makespan(
         out.iterations += 1
         if _met(best, out.bound, target_gap):
             break
-        # the master's solution, then the other assignments HiGHS found on the way (each a
-        # feasible schedule, each a source of cuts)
+        # the master's solution, then the other assignments the solver found on the way (each
+        # a feasible schedule, each a source of cuts)
         added, unproven, found_better = 0, False, False
         for rank, keys in enumerate([chosen, *others]):
             span, placed, cuts, stuck = _evaluate(keys, objective, data, cache, master, seen_cuts)
