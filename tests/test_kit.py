@@ -32,14 +32,7 @@ from schedlab.testing import (
 
 #: Registered names that fail a check today, with the finding (strict: a fix makes the test
 #: fail until the name is taken off this list).
-KNOWN_FORMULATION_FAILURES = {
-    "saturn.disjunctive": "status: optimal, but the bound reported is the analytic lower bound "
-                          "(the MILP's own bound is dropped), so the gap is far above tolerance",
-    "saturn.introspective": "status: optimal with the analytic lower bound as its bound, gap "
-                            "far above tolerance",
-    "saturn.time_indexed": "json: metrics['benders_makespan_s'] = inf is written as null, so the "
-                           "solution read back differs",
-}
+KNOWN_FORMULATION_FAILURES: dict[str, str] = {}
 KNOWN_POLICY_FAILURES = {
     **dict.fromkeys(
         ("gavel.finish_time_fairness", "gavel.finish_time_fairness_agnostic"),

@@ -17,7 +17,8 @@ each job really is and re-plans.  This formulation is a thin wrapper over three 
 **Output.**  ``schedule`` is the realized execution: one entry per job *segment* (``round`` =
 segment index 0, 1, ...) with its configuration, node and [start, end) (s); a resumed segment's
 first rho s restore the checkpoint.  ``objective`` = realized makespan (s); ``bound`` = the
-analytic lower bound of the *true* runtimes.  ``status`` is the worst of the sub-solves' (the
+analytic lower bound of the *true* runtimes (the static plan's proven bound when the
+estimates are the truth).  ``status`` is the worst of the sub-solves' (the
 static plan's and every re-solve's; a re-solve that returned no plan counts as ``feasible`` and
 is named in ``diagnostics``), and ``optimal`` only when, besides, the estimates are the truth
 (all factors 1), nothing restarted and the realized makespan is the proven plan's.  Metrics:
@@ -211,6 +212,10 @@ class Introspective(Formulation):
             static.status if static.status.has_solution else Status.FEASIBLE,
             *(r.status if r.status.has_solution else Status.FEASIBLE for r in history),
         )
+        if proven and static.bound is not None:
+            # the truth is the estimate, so the static plan's proven bound bounds this run too
+            bound = max(bound, static.bound)
+        gap_tolerance = static.metrics.get("gap_tolerance")
         return Solution(
             instance=InstanceRef(name=instance.name, hash=instance.content_hash()),
             formulation=self.name or "saturn.introspective",
@@ -238,5 +243,6 @@ class Introspective(Formulation):
                 "threshold": self.threshold,
                 "restart_cost_s": world.restart_cost,
                 "resolve_log": [r.as_dict() for r in history],
+                **({"gap_tolerance": gap_tolerance} if gap_tolerance is not None else {}),
             },
         )

@@ -558,7 +558,10 @@ class TimeIndexed(SaturnMilp):
                                          "with the bound and schedule it had")
                 benders_metrics = {"benders_solver": benders.solver,
                                    "benders_bound_s": benders.bound,
-                                   "benders_makespan_s": benders.makespan,
+                                   # None: Benders found no schedule (JSON has no inf)
+                                   "benders_makespan_s": (benders.makespan
+                                                          if math.isfinite(benders.makespan)
+                                                          else None),
                                    "benders_iterations": benders.iterations,
                                    "benders_cuts": benders.cuts,
                                    "benders_schedule_used": use}
@@ -808,4 +811,26 @@ class Disjunctive(SaturnMilp):
             )
             if result.termination == "maxTimeLimit":
                 solution.status = Status.TIME_LIMIT
+            return solution
+        self._adopt_model_bound(solution, result)
         return solution
+
+    @staticmethod
+    def _adopt_model_bound(solution: Solution, result: SolveResult) -> None:
+        """The disjunctive model is exact in continuous time, so its dual bound bounds the
+        exact problem: bound = max(analytic bound, the MILP's bound), gap from it.  ``optimal``
+        stays only when that gap is within the solver's tolerance (the proof); otherwise the
+        schedule is ``feasible``."""
+        if result.bound is None or solution.objective is None:
+            if solution.status == Status.OPTIMAL:
+                solution.status = Status.FEASIBLE
+            return
+        bound = float(result.bound)
+        solution.bound = bound if solution.bound is None else max(solution.bound, bound)
+        solution.gap = (max(0.0, (solution.objective - solution.bound) / solution.objective)
+                        if solution.objective > 0 else 0.0)
+        tolerance = result.gap_tolerance if result.gap_tolerance is not None else 1e-4
+        if result.gap_tolerance is not None:
+            solution.metrics["gap_tolerance"] = result.gap_tolerance
+        if solution.status == Status.OPTIMAL and solution.gap > tolerance * (1 + 1e-9):
+            solution.status = Status.FEASIBLE
