@@ -45,13 +45,10 @@ import copy
 import math
 import random
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import highspy
 
 from schedlab.check import check
 from schedlab.errors import InputError, SchedlabError
@@ -64,6 +61,7 @@ from schedlab.registry import get_formulation
 from schedlab.simulator import jobs_from_instance, simulate
 from schedlab.solution import Solution, Status, load_solution
 from schedlab.solvers import SolverOptions
+from schedlab.solvers.faults import failing_highs
 from schedlab.workloads.gavel import generate_gavel_instance
 
 #: Relative gap an ``optimal`` status may carry when the solution records no tolerance:
@@ -436,30 +434,6 @@ def _simulated_decisions(kit: _Battery, policy: Policy, workload: Instance, step
     if not decisions:
         raise kit.fail(step, "the policy was never asked to decide")
     return decisions
-
-
-@contextmanager
-def failing_highs() -> Iterator[list[int]]:
-    """Inside the block every ``highspy.Highs.run`` solves nothing and the model status reads
-    ``kSolveError`` (the solver failed); yields a one-element list counting the runs."""
-    runs = [0]
-    original_run = highspy.Highs.run
-    original_status = highspy.Highs.getModelStatus
-
-    def run(self: Any) -> Any:
-        runs[0] += 1
-        return highspy.HighsStatus.kError
-
-    def status(self: Any) -> Any:
-        return highspy.HighsModelStatus.kSolveError
-
-    highspy.Highs.run = run  # type: ignore[method-assign]
-    highspy.Highs.getModelStatus = status  # type: ignore[method-assign]
-    try:
-        yield runs
-    finally:
-        highspy.Highs.run = original_run  # type: ignore[method-assign]
-        highspy.Highs.getModelStatus = original_status  # type: ignore[method-assign]
 
 
 def check_policy(name: str, *, seed: int = 0, max_rounds: int = 30, round_s: float = 1800.0,

@@ -33,19 +33,7 @@ from schedlab.testing import (
 #: Registered names that fail a check today, with the finding (strict: a fix makes the test
 #: fail until the name is taken off this list).
 KNOWN_FORMULATION_FAILURES: dict[str, str] = {}
-KNOWN_POLICY_FAILURES = {
-    **dict.fromkeys(
-        ("gavel.finish_time_fairness", "gavel.finish_time_fairness_agnostic"),
-        "failed_solves: a failed bisection step returns the formulation's fallback allocation "
-        "as 'feasible', so the adapter never counts a failed solve"),
-    **dict.fromkeys(
-        ("gavel.hierarchical", "gavel.hierarchical_agnostic", "gavel.hierarchical_fifo"),
-        "failed_solves: the water-filling raises SolverError and the adapter re-raises it "
-        "instead of counting a failed solve and falling back"),
-    **dict.fromkeys(
-        ("gavel.max_min_fairness", "gavel.max_min_fairness_agnostic"),
-        "failed_solves: the array LP raises SolverError when HiGHS fails (no fallback)"),
-}
+KNOWN_POLICY_FAILURES: dict[str, str] = {}
 
 
 def _names(names: list[str], known: dict[str, str]) -> list[Any]:

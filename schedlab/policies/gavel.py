@@ -548,7 +548,11 @@ class GavelPolicy(Policy):
                 self._class[np.setdiff1d(np.arange(len(self._slot_of)), rows)] = -1
                 classes = self._class[rows]
                 counts = np.bincount(classes, minlength=self._lp.num_classes)
-            t, per_job = self._lp.solve(counts)
+            try:
+                t, per_job = self._lp.solve(counts)
+            except SolverError as exc:
+                self._fall_back(state, str(exc))
+                return
             self.last_objective = t
             self._target[rows] = per_job[classes]
             self._candidates = None
@@ -563,17 +567,21 @@ class GavelPolicy(Policy):
         try:
             solution = form.solve(instance, self.options)
         except SolverError as exc:
-            raise SolverError(f"policy {self.formulation}: solving {len(instance.jobs)} active "
-                              f"jobs at t = {state.now:.6g} s failed: {exc}") from exc
+            self._fall_back(state, f"solving {len(instance.jobs)} active jobs failed: {exc}")
+            return
+        if not solution.status.has_solution:
+            self._fall_back(state, f"{solution.status.value} ("
+                            f"{'; '.join(solution.diagnostics) or 'no diagnostics'})")
+            return
         self._target[rows] = 0.0
         self._pairs = []
-        if not solution.status.has_solution:
+        if solution.metrics.get("failed_subsolves"):
+            # the formulation answered with what it had when a sub-solve failed: usable,
+            # but a failed solve all the same
             self.failed_solves += 1
-            log.warning("%s: %s at t = %.6g s (%s); fallback: running jobs by priority 0 only",
-                        self.formulation, solution.status.value, state.now,
+            log.warning("%s: a sub-solve failed at t = %.6g s; using the formulation's "
+                        "fallback allocation (%s)", self.formulation, state.now,
                         "; ".join(solution.diagnostics) or "no diagnostics")
-            self.last_objective = None
-            return
         self.last_objective = solution.objective
         for job_id, shares in solution.allocation.items():
             slot = self._slot_of[job_id]
@@ -584,6 +592,17 @@ class GavelPolicy(Policy):
             y = np.zeros(len(self.types))
             y[self._type_index[pair.accelerator]] = pair.fraction
             self._pairs.append((a, b, y))
+
+    def _fall_back(self, state: ClusterState, reason: str) -> None:
+        """A solve that found no allocation: count it, say so, and run the round on priority
+        0 only (every target share 0, so work conservation alone places jobs)."""
+        self.failed_solves += 1
+        log.warning("%s: solve at t = %.6g s failed: %s; fallback: running jobs by priority "
+                    "0 only", self.formulation, state.now, reason)
+        self._target[self._rows] = 0.0
+        self._pairs = []
+        self._candidates = None
+        self.last_objective = None
 
     @staticmethod
     def isolated_throughputs(state: ClusterState) -> dict[str, float]:

@@ -431,6 +431,7 @@ class FinishTimeFairness(GavelPolicy):
         tol = instance.params.fairness_tolerance
         steps = 0
         stopped: str | None = None
+        failed_steps = 0  # steps that ended without a proof (errors, limits)
         while busy.any() and hi - lo > tol * hi:
             if steps >= self.max_steps:
                 stopped = f"bisection stopped at its cap of {self.max_steps} steps"
@@ -442,6 +443,7 @@ class FinishTimeFairness(GavelPolicy):
             result = solver.solve(m)
             steps += 1
             if result.status != Status.OPTIMAL:
+                failed_steps += 1
                 stopped = (f"bisection step {steps} (rho = {mid:.6g}) ended {result.status.value}"
                            f"{': ' + result.message if result.message else ''}; it proves "
                            "nothing, so the search stopped there")
@@ -462,6 +464,7 @@ class FinishTimeFairness(GavelPolicy):
         solution.bound = lo
         solution.gap = (solution.objective - lo) / solution.objective if solution.objective else 0.0
         solution.metrics["bisection_steps"] = steps
+        solution.metrics["failed_subsolves"] = failed_steps
         solution.metrics["rho"] = {
             job: float(v)
             for job, v in zip(data.job_ids, self.rho(true, best_x, y0), strict=True)
