@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 import pyomo.environ as pyo
 import scipy.sparse as sp
+from pyomo.common.gc_manager import PauseGC
 from pyomo.core.expr.numeric_expr import LinearExpression
 
 FloatArray = npt.NDArray[np.float64]
@@ -117,6 +118,19 @@ def add_rows(
     entries count as none).  An empty row is skipped when 0 satisfies its bounds; otherwise
     it is an error (the row could never hold).  Returns the constraint.
     """
+    with PauseGC():  # many small objects, none garbage: collecting them is pure cost
+        return _add_rows(model, name, matrix, variables, lower, upper, index)
+
+
+def _add_rows(
+    model: pyo.Block,
+    name: str,
+    matrix: sp.csr_matrix | sp.csr_array,
+    variables: Sequence[Any],
+    lower: Bounds,
+    upper: Bounds,
+    index: Sequence[Any] | pyo.Set | None,
+) -> pyo.Constraint:
     exprs = row_expressions(matrix, variables)
     n = len(exprs)
     keys = list(range(n)) if index is None else list(index)
@@ -151,6 +165,17 @@ def add_expressions(
 ) -> pyo.Expression:
     """Add the indexed expression ``name[i] = (matrix @ variables)_i`` (0 for an empty row).
     Returns the expression component."""
+    with PauseGC():
+        return _add_expressions(model, name, matrix, variables, index)
+
+
+def _add_expressions(
+    model: pyo.Block,
+    name: str,
+    matrix: sp.csr_matrix | sp.csr_array,
+    variables: Sequence[Any],
+    index: Sequence[Any] | pyo.Set | None,
+) -> pyo.Expression:
     exprs = row_expressions(matrix, variables)
     keys = list(range(len(exprs))) if index is None else list(index)
     if len(keys) != len(exprs):
