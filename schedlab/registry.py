@@ -17,7 +17,7 @@ Where names come from, in this order:
 3. Python entry points of the groups ``schedlab.formulations`` and ``schedlab.policies``
    (installed third-party packages; docs/plugins.md).  An entry point's value is
 
-   * a class (a :class:`~schedlab.formulations.base.Formulation` subclass, or a policy class)
+   * a class (a :class:`~schedlab.formulations.base.Method` subclass (a Formulation or a Heuristic), or a policy class)
      or another callable returning one: registered under the entry point's name;
    * a callable with a parameter named ``registry``: called as ``fn(registry=<the
      Registry>)``, it registers any number of names with :meth:`Registry.register`;
@@ -47,7 +47,7 @@ from types import ModuleType
 from typing import Any, Generic, TypeVar
 
 from schedlab.errors import UnknownNameError
-from schedlab.formulations.base import Formulation
+from schedlab.formulations.base import Method
 
 log = logging.getLogger(__name__)
 
@@ -331,26 +331,26 @@ def _takes_registry(fn: Callable[..., Any]) -> bool:
 # --------------------------------------------------------------------------- formulations
 
 #: The formulation registry (group ``schedlab.formulations``).
-FORMULATIONS: Registry[Formulation] = Registry(
+FORMULATIONS: Registry[Method] = Registry(
     "formulation", "schedlab.formulations",
     builtins="schedlab.formulations.builtin:register_builtin_formulations",
-    base=Formulation,
+    base=Method,
     option="--formulation",
 )
 
 
-def register(name: str, cls: type[Formulation] | Callable[..., Formulation] | str,
+def register(name: str, cls: type[Method] | Callable[..., Method] | str,
              description: str = "", **kwargs: Any) -> None:
     """Register formulation ``name`` -> ``cls(**kwargs)`` (a class, a factory or a
     ``"module:Class"`` string)."""
     FORMULATIONS.register(name, cls, description, **kwargs)
 
 
-def formulations() -> dict[str, Entry[Formulation]]:
+def formulations() -> dict[str, Entry[Method]]:
     """All registered formulations by name, sorted (built-ins and plug-ins)."""
     return FORMULATIONS.entries()
 
 
-def get_formulation(name: str, **overrides: Any) -> Formulation:
+def get_formulation(name: str, **overrides: Any) -> Method:
     """The formulation registered as ``name``; a clear error naming the known ones otherwise."""
     return FORMULATIONS.get(name, **overrides)

@@ -6,7 +6,7 @@ Like scikit-learn's ``check_estimator``: a plug-in (or a new built-in) calls
 the checks that ran and those skipped, with the reason (docs/plugins.md).
 
 **Formulations** (:func:`check_formulation`), on the formulation's own
-:meth:`~schedlab.formulations.base.Formulation.example_instance`:
+:meth:`~schedlab.formulations.base.Method.example_instance`:
 
 1. ``solve``: the solve returns a solution (status optimal, feasible or time_limit) that
    names the formulation;
@@ -52,7 +52,7 @@ from typing import Any
 
 from schedlab.check import check
 from schedlab.errors import InputError, SchedlabError
-from schedlab.formulations.base import Formulation
+from schedlab.formulations.base import Method
 from schedlab.instance import Instance, instance_from_dict
 from schedlab.policies.base import Policy
 from schedlab.policies.registry import get_policy
@@ -143,7 +143,7 @@ def check_formulation(name: str, *, options: SolverOptions | None = None) -> Kit
     return kit.report
 
 
-def _check_objective(kit: _Battery, form: Formulation, instance: Instance,
+def _check_objective(kit: _Battery, form: Method, instance: Instance,
                      solution: Solution) -> None:
     objective_of: Callable[[Instance, Solution], float | None] | None = getattr(
         form, "objective_of", None)
@@ -186,7 +186,7 @@ def _check_status(kit: _Battery, instance: Instance, solution: Solution) -> None
     kit.ok("status")
 
 
-def _check_bound(kit: _Battery, form: Formulation, solution: Solution) -> None:
+def _check_bound(kit: _Battery, form: Method, solution: Solution) -> None:
     bound, objective = solution.bound, solution.objective
     if bound is None or objective is None:
         kit.skip("bound", "no bound reported")
@@ -233,7 +233,7 @@ def _check_json(kit: _Battery, solution: Solution) -> None:
     kit.ok("json")
 
 
-def _check_bad_instance(kit: _Battery, form: Formulation, instance: Instance,
+def _check_bad_instance(kit: _Battery, form: Method, instance: Instance,
                         options: SolverOptions | None) -> None:
     """Remove each field set on the first job in turn; the first removal that ``validate``
     rejects must make ``solve`` raise an InputError naming the field."""

@@ -184,7 +184,7 @@ def test_a_broken_plugin_gives_a_clear_error_and_cannot_steal_a_name(plugins: Pa
     with pytest.raises(UnknownNameError, match=r"formulation 'demo.broken' is not available: .*"
                        r"entry point demo.broken = schedlab_no_such_module:Thing.*failed to load"):
         registry.get_formulation("demo.broken")
-    with pytest.raises(UnknownNameError, match="not a subclass of Formulation"):
+    with pytest.raises(UnknownNameError, match="not a subclass of Method"):
         registry.get_formulation("demo.not_a_formulation")
     assert isinstance(registry.get_formulation("gavel.max_min_fairness"), MaxMinFairness)
     assert registry.formulations()["gavel.max_min_fairness"].origin == registry.BUILT_IN

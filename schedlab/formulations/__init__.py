@@ -1,5 +1,5 @@
 """Optimization formulations, one module per paper, behind :class:`Formulation`."""
 
-from schedlab.formulations.base import Formulation
+from schedlab.formulations.base import Formulation, Heuristic, Method
 
-__all__ = ["Formulation"]
+__all__ = ["Formulation", "Heuristic", "Method"]

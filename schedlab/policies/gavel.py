@@ -314,10 +314,10 @@ class GavelPolicy(Policy):
         entry = entries.get(formulation)
         if entry is None:
             known = ", ".join(n for n, e in entries.items()
-                              if issubclass(e.cls, gavel_formulations.GavelPolicy))
+                              if issubclass(e.cls, gavel_formulations.GavelMethod))
             raise UnknownNameError(f"unknown Gavel formulation {formulation!r} (known: {known})",
                                    field="formulation")
-        if not issubclass(entry.cls, gavel_formulations.GavelPolicy):
+        if not issubclass(entry.cls, gavel_formulations.GavelMethod):
             raise InputError(f"{formulation!r} is not a Gavel formulation", field="formulation")
         if resolve_every is not None and resolve_every < 1:
             raise InputError(f"resolve_every must be >= 1, got {resolve_every}",
@@ -561,7 +561,7 @@ class GavelPolicy(Policy):
         self._advance_isolated_time(state)
         instance = self.instance_from_state(state)
         form = formulations()[self.formulation].make()
-        if not isinstance(form, gavel_formulations.GavelPolicy):  # checked in __init__
+        if not isinstance(form, gavel_formulations.GavelMethod):  # checked in __init__
             raise InputError(f"{self.formulation!r} is not a Gavel formulation")
         form.num_rounds = 0  # the simulator realises the allocation, not the formulation
         try:

@@ -31,7 +31,7 @@ import pyomo.environ as pyo
 import scipy.sparse as sp
 
 from schedlab.formulations.arrays import add_expressions, add_rows
-from schedlab.formulations.base import Formulation, ObjectiveSense
+from schedlab.formulations.base import Formulation, Method, ObjectiveSense
 from schedlab.formulations.gavel.data import (
     FloatArray,
     GavelData,
@@ -193,10 +193,10 @@ def unrunnable_reason(instance: Instance, job_ids: list[str]) -> str:
 # ---------------------------------------------------------------------- the base class
 
 
-class GavelPolicy(Formulation):
-    """Common parts of the Gavel policies: data, variants, extraction and metrics."""
+class GavelMethod(Method):
+    """Common parts of every Gavel method, model or not: data, variants, the objective in
+    numpy, extraction of an allocation into a Solution, metrics and rounds."""
 
-    default_lp_method = "simplex"
     objective_sense: ClassVar[ObjectiveSense | None] = "maximize"
     #: policies whose objective needs every job to make progress
     needs_every_job = True
@@ -221,10 +221,6 @@ class GavelPolicy(Formulation):
         the agnostic variant differs by the ``type_blind`` rows of :func:`base_model`."""
         true = self.true_data(instance)
         return true, true
-
-    def model(self, data: GavelData, name: str | None = None) -> pyo.ConcreteModel:
-        """:func:`base_model` for this variant."""
-        return base_model(data, name or self.name, type_blind=not self.heterogeneity_aware)
 
     def validate(self, instance: Instance) -> None:
         """Gavel policies need a throughput for every job (on at least one type)."""
@@ -270,25 +266,6 @@ class GavelPolicy(Formulation):
         x, y = allocation_arrays(data, allocation, colocated)
         return self.objective_value(data, x, y)
 
-    # model ----------------------------------------------------------------
-    def build(self, instance: Instance) -> pyo.ConcreteModel:
-        data, _ = self.policy_data(instance)
-        return self.build_from(data)
-
-    @abstractmethod
-    def build_from(self, data: GavelData) -> pyo.ConcreteModel:
-        """The policy's model over ``data``."""
-
-    def extract(
-        self, model: pyo.ConcreteModel, instance: Instance, result: SolveResult
-    ) -> Solution:
-        data, true = self.policy_data(instance)
-        solution = self.empty_solution(instance, result)
-        if not result.status.has_solution:
-            return solution
-        x, y = read_allocation(model, data)
-        return self.finish(solution, instance, data, true, x, y)
-
     def precheck(self, instance: Instance) -> Solution | None:
         """Validate; an ``infeasible`` Solution naming a job that can run nowhere, if any."""
         self.validate(instance)
@@ -297,9 +274,6 @@ class GavelPolicy(Formulation):
             if stuck:
                 return self.infeasible_solution(instance, unrunnable_reason(instance, stuck))
         return None
-
-    def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
-        return self.precheck(instance) or super().solve(instance, options)
 
     def finish(
         self,
@@ -341,3 +315,35 @@ class GavelPolicy(Formulation):
             formulation=self.name,
             status=status,
         )
+
+
+class GavelPolicy(GavelMethod, Formulation):
+    """A Gavel policy written as an LP over the shared model of :func:`base_model`."""
+
+    default_lp_method = "simplex"
+
+    def model(self, data: GavelData, name: str | None = None) -> pyo.ConcreteModel:
+        """:func:`base_model` for this variant."""
+        return base_model(data, name or self.name, type_blind=not self.heterogeneity_aware)
+
+    # model ----------------------------------------------------------------
+    def build(self, instance: Instance) -> pyo.ConcreteModel:
+        data, _ = self.policy_data(instance)
+        return self.build_from(data)
+
+    @abstractmethod
+    def build_from(self, data: GavelData) -> pyo.ConcreteModel:
+        """The policy's model over ``data``."""
+
+    def extract(
+        self, model: pyo.ConcreteModel, instance: Instance, result: SolveResult
+    ) -> Solution:
+        data, true = self.policy_data(instance)
+        solution = self.empty_solution(instance, result)
+        if not result.status.has_solution:
+            return solution
+        x, y = read_allocation(model, data)
+        return self.finish(solution, instance, data, true, x, y)
+
+    def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
+        return self.precheck(instance) or super().solve(instance, options)

@@ -20,7 +20,9 @@ import scipy.sparse as sp
 from schedlab.errors import InputError
 from schedlab.fairness import isolated_finish_time, rho_isolated_share
 from schedlab.formulations.arrays import add_rows, linear_expression
+from schedlab.formulations.base import Heuristic
 from schedlab.formulations.gavel.base import (
+    GavelMethod,
     GavelPolicy,
     lead_rows,
     model_columns,
@@ -480,7 +482,7 @@ class FinishTimeFairness(GavelPolicy):
 # -------------------------------------------------------------------------- FIFO
 
 
-class Fifo(GavelPolicy):
+class Fifo(GavelMethod, Heuristic):
     """First in, first out: in arrival order each job takes a whole gang (X = 1) on the
     fastest type with s_j free GPUs (heterogeneity-aware) or on the first type in the
     cluster's order with free GPUs (agnostic).  Not an LP; ``objective`` is the number of
@@ -490,9 +492,6 @@ class Fifo(GavelPolicy):
 
     description = "FIFO baseline: arrival order, fastest free accelerator first"
     needs_every_job = False
-
-    def build_from(self, data: GavelData) -> pyo.ConcreteModel:
-        return pyo.ConcreteModel(name=self.name)
 
     def allocate(self, instance: Instance, data: GavelData) -> FloatArray:
         """The FIFO allocation X (each row has at most one 1)."""
@@ -513,14 +512,9 @@ class Fifo(GavelPolicy):
     def objective_value(self, data: GavelData, x: FloatArray, y: FloatArray) -> float:
         return float((x.sum(axis=1) > 0).sum())
 
-    def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
-        self.validate(instance)
-        t0 = time.perf_counter()
+    def run(self, instance: Instance) -> Solution:
         _, true = self.policy_data(instance)
         x = self.allocate(instance, true)
         # a heuristic: it proves nothing about any objective, so "feasible", never "optimal"
         solution = self.new_solution(instance, Status.FEASIBLE)
-        solution.solver = "none"
-        self.finish(solution, instance, true, true, x, np.zeros(true.pair_allowed.shape))
-        solution.timings = Timings(solve_s=time.perf_counter() - t0)
-        return solution
+        return self.finish(solution, instance, true, true, x, np.zeros(true.pair_allowed.shape))

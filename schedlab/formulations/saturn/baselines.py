@@ -18,7 +18,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 
-from schedlab.formulations.base import Formulation
+from schedlab.formulations.base import Heuristic
 from schedlab.formulations.saturn.data import (
     NodeSpec,
     NodeTimeline,
@@ -31,8 +31,7 @@ from schedlab.formulations.saturn.data import (
     weighted_completion,
 )
 from schedlab.instance import Instance
-from schedlab.solution import InstanceRef, ScheduleEntry, Solution, Status, Timings
-from schedlab.solvers import SolveResult, SolverOptions
+from schedlab.solution import InstanceRef, ScheduleEntry, Solution, Status
 from schedlab.workloads.saturn import random_saturn_instance
 
 #: (job, option, node, start) of one placed job.
@@ -153,10 +152,8 @@ def saturn_example_instance() -> Instance:
     return random_saturn_instance(3, nodes=1, gpus_per_node=4, seed=0, name="example-saturn")
 
 
-class SaturnHeuristic(Formulation):
-    """A baseline list scheduler behind the Formulation interface (no model)."""
-
-    default_lp_method = "simplex"
+class SaturnHeuristic(Heuristic):
+    """A baseline list scheduler (no model): ``feasible``, with the analytic lower bound."""
 
     def __init__(self, rule: str = "greedy", seed: int = 0, dominance: bool = True) -> None:
         self.rule = rule
@@ -184,20 +181,10 @@ class SaturnHeuristic(Formulation):
         """Makespan = latest end of the schedule, s (0 when empty)."""
         return makespan(solution.schedule)
 
-    def build(self, instance: Instance) -> object:
-        return None
-
-    def extract(self, model: object, instance: Instance, result: SolveResult) -> Solution:
-        raise AssertionError("heuristics produce their Solution in solve()")
-
-    def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
-        t0 = time.perf_counter()
+    def run(self, instance: Instance) -> Solution:
         data = saturn_data(instance, dominance=self.dominance, formulation=self.name)
         schedule = to_schedule(data, self.placements(data))
-        solution = schedule_solution(self.name, instance, data, schedule)
-        solution.solver = "none"
-        solution.timings = Timings(solve_s=time.perf_counter() - t0)
-        return solution
+        return schedule_solution(self.name, instance, data, schedule)
 
 
 def serial_makespan(data: SaturnData, sequence: Sequence[tuple[int, Option, NodeSpec]]
