@@ -17,7 +17,8 @@ Where names come from, in this order:
 3. Python entry points of the groups ``schedlab.formulations`` and ``schedlab.policies``
    (installed third-party packages; docs/plugins.md).  An entry point's value is
 
-   * a class (a :class:`~schedlab.formulations.base.Method` subclass (a Formulation or a Heuristic), or a policy class)
+   * a class (a :class:`~schedlab.formulations.base.Method` subclass -- a Formulation or a
+     Heuristic -- or a policy class)
      or another callable returning one: registered under the entry point's name;
    * a callable with a parameter named ``registry``: called as ``fn(registry=<the
      Registry>)``, it registers any number of names with :meth:`Registry.register`;
