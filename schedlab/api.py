@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from schedlab.check import check
+from schedlab.errors import InputError
+from schedlab.formulations.base import Formulation, ModelExtension
 from schedlab.instance import Instance, load_instance
 from schedlab.registry import get_formulation
 from schedlab.solution import Solution
@@ -27,6 +30,7 @@ def solve(
     verbose: bool = False,
     run_check: bool = True,
     num_rounds: int | None = None,
+    extend: Sequence[ModelExtension] = (),
 ) -> Solution:
     """Build, solve and extract ``formulation`` on ``instance``, then run the checker.
 
@@ -34,9 +38,20 @@ def solve(
     rounds (the instance, and so its hash, is left unchanged).  Violations found by
     :func:`schedlab.check.check` are stored in ``solution.violations`` and logged as errors:
     a formulation that produces one has a bug.
+
+    ``extend``: functions ``fn(model, instance)`` that add the user's own constraints to every
+    model the formulation solves (:meth:`~schedlab.formulations.base.Formulation.extend`);
+    refused with an :class:`~schedlab.errors.InputError` by a heuristic or a method whose
+    sub-models cannot carry them.  The checker knows only the instance's constraints.
     """
     inst = load_instance(instance) if isinstance(instance, str | Path) else instance
     form = get_formulation(formulation)
+    if extend:
+        if not isinstance(form, Formulation):
+            raise InputError(f"{formulation} is a heuristic: it builds no model to extend",
+                             field="extend")
+        for extension in extend:
+            form.extend(extension)
     if num_rounds is not None and hasattr(form, "num_rounds"):
         form.num_rounds = num_rounds
     options = SolverOptions(

@@ -117,7 +117,7 @@ class Hierarchical(GavelPolicy):
         self._groups_cache = (groups, weights)
         teq = data.equal_share_throughput()
         coef = data.scale_factor / np.where(teq > 0, teq, 1.0)
-        m = self.build_from(data)
+        m = self.extend_model(self.build_from(data), instance)
         m.G = pyo.Set(initialize=range(len(groups)), ordered=True)
         m.v = pyo.Expression(m.J, rule=lambda model, j: float(coef[j]) * model.thr[j])
         m.gval = pyo.Expression(

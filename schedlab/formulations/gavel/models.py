@@ -88,6 +88,13 @@ class MaxMinFairness(GavelPolicy):
         use_fast = self.method == "fast" or (
             self.method == "auto" and len(instance.jobs) >= self.fast_threshold
         )
+        if use_fast and self.extensions:
+            # the fast path's models are over job classes, not the X[j,k] of build()
+            if self.method == "fast":
+                raise InputError("method='fast' does not take extra constraints (its models "
+                                 "are over job classes); use method='pyomo' or 'auto'",
+                                 field="method")
+            use_fast = False
         if use_fast:
             self.validate(instance)
             return solve_max_min_fast(self, instance, opts)
@@ -257,7 +264,7 @@ class MaxSumThroughput(GavelPolicy):
                  index=m.SLO)
         m.objective = pyo.Objective(expr=linear_expression(np.ones(len(jobs)),
                                                            list(m.short.values())))
-        PersistentSolver(options).solve(m)
+        PersistentSolver(options).solve(self.extend_model(m, instance))
         broken = [
             f"job {data.job_ids[j]}: SLO short by {100 * pyo.value(m.short[j]):.3g}% of its "
             f"required {rates[j]:.6g} steps/s"
@@ -419,7 +426,7 @@ class FinishTimeFairness(GavelPolicy):
         opts = (options or SolverOptions()).with_method("simplex")
         t0 = time.perf_counter()
         data, true = self.policy_data(instance)
-        m = self.build_from(data)
+        m = self.extend_model(self.build_from(data), instance)
         solver = PersistentSolver(opts)
         t1 = time.perf_counter()
         t_in, denom = self.terms(data)
@@ -434,11 +441,14 @@ class FinishTimeFairness(GavelPolicy):
         steps = 0
         stopped: str | None = None
         failed_steps = 0  # steps that ended without a proof (errors, limits)
-        while busy.any() and hi - lo > tol * hi:
+        # The isolated start need not meet a user's extra constraints: then hi is first
+        # verified by a solve at hi (doubled until feasible) before bisecting.
+        verified = not self.extensions
+        while busy.any() and (not verified or hi - lo > tol * hi):
             if steps >= self.max_steps:
                 stopped = f"bisection stopped at its cap of {self.max_steps} steps"
                 break
-            mid = 0.5 * (lo + hi)
+            mid = 0.5 * (lo + hi) if verified else hi
             for j in m.B:
                 slack_time = mid * denom[j] - t_in[j]
                 m.rate[j] = data.remaining_steps[j] / slack_time if slack_time > 0 else 1e12
@@ -455,9 +465,18 @@ class FinishTimeFairness(GavelPolicy):
                 rho_here = float(self.rho(data, x, y)[busy].max())
                 hi = min(mid, rho_here) if rho_here <= mid * (1 + 1e-9) else mid
                 best_x, y0 = x, y
+                verified = True
+            elif not verified:
+                lo, hi = hi, 2.0 * hi
             else:
                 lo = mid
         t2 = time.perf_counter()
+        if busy.any() and not verified:
+            failed = self.new_solution(instance, Status.ERROR)
+            failed.diagnostics = [stopped or "", "no allocation meeting the extra constraints "
+                                  f"was found (searched up to rho = {hi:.6g})"]
+            failed.metrics["failed_subsolves"] = failed_steps
+            return failed
         solution = self.new_solution(instance, Status.FEASIBLE if stopped else Status.OPTIMAL)
         solution.solver = opts.solver
         if stopped:

@@ -80,6 +80,8 @@ class Introspective(Formulation):
     description = ("Saturn introspective scheduling: re-solve on the remaining work every "
                    "interval, adopt clearly better plans (realized schedule in the instance's "
                    "true runtimes)")
+    #: the re-solves are models of the remaining work, not the model build() returns
+    accepts_extensions = False
     objective_sense = "minimize"
 
     def example_instance(self) -> Instance:

@@ -206,8 +206,16 @@ class SaturnMilp(Formulation):
         greedy = to_schedule(data, greedy_placements(data))
         score = makespan if self.objective == "makespan" else (
             lambda sched: weighted_completion(sched, data))
-        use_milp = result.status.has_solution and score(exact) <= score(greedy) + 1e-9
+        # (with a user's extra constraints only the MILP's schedule is known to meet them)
+        use_milp = result.status.has_solution and (
+            bool(self.extensions) or score(exact) <= score(greedy) + 1e-9)
         schedule = exact if use_milp else greedy
+        if self.extensions and not result.status.has_solution:
+            solution = self.empty_solution(instance, result)
+            solution.diagnostics.append(
+                "no schedule: the MILP with the extra constraints found none, and the greedy "
+                "fallback does not know those constraints")
+            return solution
         status = result.status if result.status.has_solution else Status.FEASIBLE
         solution = schedule_solution(
             self.name, instance, data, schedule, objective=self.objective, status=status
@@ -509,7 +517,8 @@ class TimeIndexed(SaturnMilp):
             # (with Benders, its master's first solve gives the assignment bound)
             bound_s = self._combinatorial_bound(data, opts, t0)
         log.debug("phase 1 (bounds) done after %.1f s: %.1f", time.perf_counter() - t0, bound_s)
-        m = self.build_from(data, delta, slots, start, floor_s=bound_s)
+        m = self.extend_model(self.build_from(data, delta, slots, start, floor_s=bound_s),
+                              instance)
         t1 = time.perf_counter()
         main_opts = opts
         if deadline is not None:
@@ -528,7 +537,7 @@ class TimeIndexed(SaturnMilp):
             s + math.ceil(o.runtime / delta - 1e-9) * delta for _, o, _, s in placed
         )
         milp_makespan = makespan(to_schedule(data, left_shift(data, placed)))
-        if self.objective == "makespan" and self.polish_moves > 0 and (
+        if self.objective == "makespan" and self.polish_moves > 0 and not self.extensions and (
                 milp_makespan - bound_s > self.target_gap * milp_makespan):
             share = self.benders_polish_share if benders_on else self.polish_share
             budget = math.inf if deadline is None else share * (limit or 0.0)
@@ -623,7 +632,8 @@ class TimeIndexed(SaturnMilp):
         without)."""
         per_node = (self.benders_max_jobs_per_node if len(data.nodes) > 1
                     else self.benders_max_jobs_one_node)
-        return (self.benders and self.objective == "makespan" and benders_applicable(data)
+        return (self.benders and self.objective == "makespan" and not self.extensions
+                and benders_applicable(data)
                 and data.num_jobs <= per_node * len(data.nodes))
 
     def _combinatorial_bound(self, data: SaturnData, opts: SolverOptions, t0: float) -> float:
