@@ -362,6 +362,35 @@ def test_benders_master_runs_in_the_chosen_solver(backend: str) -> None:
     assert sol.status == "optimal" and check(inst, sol) == []
 
 
+
+def test_a_failing_benders_master_ends_the_phase_with_a_diagnostic(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the master's solver fails part way (as Gurobi's size-limited licence does when
+    cuts accumulate), Benders keeps the valid bound and schedule it has and says why."""
+    from schedlab.formulations.saturn import nodes
+
+    inst = make([{"id": f"j{i}", "configs": [{"technique": "ddp", "gpus": g, "runtime_s": r}]}
+                 for i, (g, r) in enumerate([(2, 170.9), (4, 77.6), (1, 80.6), (2, 199.6),
+                                             (3, 123.4)])], [4, 4])
+    expected = brute_force_makespan(inst)
+    original = nodes._Master.solve
+    calls = []
+
+    def failing(self: Any, time_limit: float, gap: float = 1e-6) -> Any:
+        calls.append(1)
+        if len(calls) > 1:
+            raise GurobiUnavailableError("the licence refuses this model", field="--solver")
+        return original(self, time_limit, gap)
+
+    monkeypatch.setattr(nodes._Master, "solve", failing)
+    data = saturn_data(inst)
+    out = benders_makespan(data, floor=lower_bound(data), upper=math.inf, deadline=None,
+                           improve_s=0.0)
+    # (unpatched, this instance takes two master solves: the first one's assignment is cut)
+    assert "licence refuses" in out.stopped and len(calls) == 2 and not out.finished
+    assert out.bound <= expected + 1e-6  # still a valid bound
+    assert out.placements is None or out.makespan >= expected - 1e-6
+
 # ------------------------------------------------------------- Pyomo rows from the arrays
 
 
