@@ -172,6 +172,7 @@ class HighsMatrixModel(MatrixModel):
         objective = float(info.objective_function_value) if has_solution else None
         message = self.highs.modelStatusToString(model_status)
         if model_status == _MS.kModelEmpty:
+            # no columns: the empty model's optimum 0 is attained and proven by definition
             return solve_result(Status.OPTIMAL, 0.0, 0.0, elapsed, message)
         bound: float | None
         if self.is_mip:

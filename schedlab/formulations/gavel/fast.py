@@ -756,6 +756,8 @@ def solve_capacity_master(
     solver = PersistentSolver(opts)
     upper = np.inf
     lower = 0.0
+    # optimal until a sub-solve says otherwise (worst_status below); the loop ends proven
+    # only when the master's bound meets the priced column's value (GAP_TOLERANCE)
     status = Status.OPTIMAL
     iterations = 0
     while True:
@@ -900,6 +902,8 @@ def solve_pair_master(
         live_k.append(k)
 
     solver = PersistentSolver(opts)
+    # optimal until a sub-solve says otherwise (worst_status below); proven only when no
+    # column prices out (PRICING_TOLERANCE) after an optimal master
     status = Status.OPTIMAL
     iterations = 0
     bound = np.inf

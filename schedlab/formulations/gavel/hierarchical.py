@@ -205,6 +205,8 @@ class Hierarchical(GavelPolicy):
         maximize(pyo.quicksum(m.v[j] for j in m.J))
         x, y = read_allocation(m, data)
         t2 = time.perf_counter()
+        # proof: every water-filling LP ended optimal at unrelaxed floors and each level
+        # found its bottleneck; anything else was recorded in ``unproven``
         solution = self.new_solution(instance, Status.FEASIBLE if unproven else Status.OPTIMAL)
         solution.solver = opts.solver
         solution.diagnostics = list(dict.fromkeys(unproven))

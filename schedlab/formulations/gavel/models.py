@@ -477,6 +477,8 @@ class FinishTimeFairness(GavelPolicy):
                                   f"was found (searched up to rho = {hi:.6g})"]
             failed.metrics["failed_subsolves"] = failed_steps
             return failed
+        # proof: every step optimal and hi - lo <= tol * hi, with lo a proven lower bound
+        # (a step with z < 1 proves rho = mid infeasible) and hi attained by best_x
         solution = self.new_solution(instance, Status.FEASIBLE if stopped else Status.OPTIMAL)
         solution.solver = opts.solver
         if stopped:

@@ -609,8 +609,9 @@ class TimeIndexed(SaturnMilp):
                 solution, data, delta, opts, deadline, t2 - t1)
             if solution.gap is not None and solution.gap <= self.target_gap:
                 # the MIP convention (HiGHS's mip_rel_gap is 1e-4 too): optimal within the
-                # relative gap tolerance; ``gap`` says how close
+                # relative gap tolerance; ``gap`` says how close, the tolerance is recorded
                 solution.status = Status.OPTIMAL
+                solution.metrics["gap_tolerance"] = self.target_gap
             else:
                 solution.status = Status.TIME_LIMIT if cut_short else Status.FEASIBLE
         elif not solution.metrics["grid_exact"] and solution.status == Status.OPTIMAL:
