@@ -28,6 +28,7 @@ EXAMPLES = {
     "gavel": INSTANCES / "gavel" / "small-6jobs.json",
     "gavel.packed": INSTANCES / "gavel" / "colocation-24jobs.json",
     "saturn": INSTANCES / "saturn" / "three-jobs.json",
+    "shockwave": INSTANCES / "shockwave" / "tiny-6jobs.json",
 }
 
 

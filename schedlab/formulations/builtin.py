@@ -87,7 +87,19 @@ SATURN_FORMULATIONS: tuple[Row, ...] = (
      "clearly better plans (realized schedule in the instance's true runtimes)", {}),
 )
 
-BUILTIN_FORMULATIONS: tuple[Row, ...] = GAVEL_FORMULATIONS + SATURN_FORMULATIONS
+_SHOCKWAVE_NASH = "schedlab.formulations.shockwave.nash:NashWelfare"
+
+SHOCKWAVE_FORMULATIONS: tuple[Row, ...] = (
+    ("shockwave.nash_welfare", _SHOCKWAVE_NASH,
+     "Shockwave window: Nash welfare of progress, whole rounds, piecewise-linear log (MIP)",
+     {"mode": "integral"}),
+    ("shockwave.nash_welfare_convex", _SHOCKWAVE_NASH,
+     "Shockwave window, convex: shares in [0, 1], exact log by outer approximation",
+     {"mode": "convex"}),
+)
+
+BUILTIN_FORMULATIONS: tuple[Row, ...] = (GAVEL_FORMULATIONS + SATURN_FORMULATIONS
+                                         + SHOCKWAVE_FORMULATIONS)
 
 
 def register_builtin_formulations(registry: Registry[Any]) -> None:
