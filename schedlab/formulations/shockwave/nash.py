@@ -75,9 +75,15 @@ LOG_BREAKPOINTS: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 LOG_ORIGIN = 1e-6
 #: Tangent points of the convex mode's first cuts (progress fractions).
 OA_START_GRID: tuple[float, ...] = (1e-4, 1e-3, 1e-2, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0)
-#: Convex mode stops when UB - LB <= OA_TOLERANCE max(1, |LB|).
+#: Convex mode stops when UB - LB <= OA_TOLERANCE max(1, |LB|) (``oa_tolerance``).  The
+#: objective is flat at its optimum, so p_j is only as accurate as about
+#: sqrt(tolerance / curvature): ~1e-3 epochs at 1e-7 on small windows.
 OA_TOLERANCE = 1e-7
 OA_MAX_ITERATIONS = 200
+#: HiGHS tolerances of the convex mode's LPs (unless the caller sets them): the LB is the
+#: exact objective of the LP's x, so the LP's feasibility slack (1e-7 by default) would
+#: otherwise floor UB - LB near 1e-8.
+HIGHS_TIGHT = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 #: Smallest progress at which a tangent is taken (log is -inf at 0).
 _Q_FLOOR = 1e-9
 DEFAULT_MIP_GAP = 1e-3
@@ -166,7 +172,7 @@ class NashWelfare(Formulation):
     def __init__(self, mode: NashMode = "integral", *, k: float = 1e-3,
                  predictor: PredictorMode = "shockwave",
                  finish_time_targets: Mapping[str, float] | None = None,
-                 rho_max: float = 1.0) -> None:
+                 rho_max: float = 1.0, oa_tolerance: float = OA_TOLERANCE) -> None:
         if mode not in ("convex", "integral"):
             raise InputError(f"unknown mode {mode!r} (convex or integral)", field="mode")
         self.mode: NashMode = mode
@@ -174,6 +180,7 @@ class NashWelfare(Formulation):
         self.predictor: PredictorMode = predictor
         self.finish_time_targets = dict(finish_time_targets or {})
         self.rho_max = rho_max
+        self.oa_tolerance = oa_tolerance
 
     # ------------------------------------------------------------------ data
     def validate(self, instance: Instance) -> None:
@@ -333,6 +340,8 @@ class NashWelfare(Formulation):
         t0 = time.perf_counter()
         model = self.extend_model(self.build(instance), instance)
         t1 = time.perf_counter()
+        if self.mode == "convex" and opts.solver == "highs":
+            opts = replace(opts, extra={**HIGHS_TIGHT, **opts.extra})
         solver = PersistentSolver(opts)
         if self.mode == "integral":
             params = instance.params
@@ -366,7 +375,7 @@ class NashWelfare(Formulation):
             value = data.objective(x.sum(axis=1), "convex")
             if value > lower:
                 lower, best_x = value, x
-            if upper - lower <= OA_TOLERANCE * max(1.0, abs(lower)):
+            if upper - lower <= self.oa_tolerance * max(1.0, abs(lower)):
                 break
             p = np.array([pyo.value(model.p[j]) for j in range(n)])
             self._add_tangents(model, f"log_cut_{iterations}",
@@ -377,13 +386,13 @@ class NashWelfare(Formulation):
             sol = self._blank(instance, status)
             sol.diagnostics.append(f"outer approximation: LP ended {message}")
             return sol
-        closed = upper - lower <= OA_TOLERANCE * max(1.0, abs(lower))
+        closed = upper - lower <= self.oa_tolerance * max(1.0, abs(lower))
         sol = self._blank(instance, Status.OPTIMAL if closed else Status.FEASIBLE)
         self._fill(sol, data, best_x, round_gangs(best_x, data.scale, data.gpus))
         sol.objective, sol.bound = lower, upper
         sol.gap = abs(upper - lower) / max(abs(lower), 1e-10)
         sol.metrics.update(oa_iterations=iterations, oa_gap=upper - lower,
-                           gap_tolerance=OA_TOLERANCE * max(1.0, abs(lower))
+                           gap_tolerance=self.oa_tolerance * max(1.0, abs(lower))
                            / max(abs(lower), 1e-10))
         if not closed:
             sol.diagnostics.append(f"outer approximation stopped after {iterations} LPs with "

@@ -1,0 +1,208 @@
+"""Shockwave's window problem (shockwave.nash_welfare, shockwave.nash_welfare_convex).
+
+Hand-made windows of 2-3 static jobs over 2 rounds, where every input is read off the
+instance by hand: a static job of E epochs at t seconds each has d = t and, with the oracle
+predictor, Rem = (E - e) t.  The integral optimum is found by enumerating every 0/1 plan in
+the test; the convex optimum by an independent cvxpy model (exponential cone, Clarabel).
+Objectives are compared to rel 1e-6 and planned epochs to 1e-4 (x is not unique).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from schedlab.check import check
+from schedlab.formulations.shockwave.nash import NashWelfare
+from schedlab.instance import Instance, instance_from_dict
+from schedlab.registry import get_formulation
+from schedlab.solution import Status
+from schedlab.solvers import SolverOptions
+from schedlab.testing import check_formulation
+
+K = 1e-3
+BREAKS = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+LOG_BREAKS = [math.log(1e-6)] + [math.log(b) for b in BREAKS[1:]]
+
+
+def window(jobs: list[tuple[int, int, int, float]], gpus: int, rounds: int = 2,
+           round_s: float = 120.0, weights: list[float] | None = None) -> Instance:
+    """Static jobs (s, E, e, t seconds per epoch) on ``gpus`` V100s."""
+    docs: list[dict[str, Any]] = []
+    for i, (s, epochs, done, t) in enumerate(jobs):
+        docs.append({"id": f"j{i}", "scale_factor": s, "epochs": epochs, "epochs_done": done,
+                     "batch_schedule": [32] * epochs, "regimes": {"32": t},
+                     "throughput": {"v100": 1.0},
+                     "weight": 1.0 if weights is None else weights[i]})
+    return instance_from_dict({
+        "name": "hand-window",
+        "cluster": {"accelerators": {"v100": {"count": gpus}}},
+        "params": {"round_s": round_s, "window_rounds": rounds},
+        "jobs": docs})
+
+
+def by_hand(jobs: list[tuple[int, int, int, float]], rounds_run: np.ndarray, rounds: int,
+            round_s: float, pwl: bool, weights: np.ndarray | None = None) -> tuple[float,
+                                                                                   np.ndarray]:
+    """The objective and p of running job j n_j rounds, written out for the test."""
+    _scale, e_total, done, t = (np.array(c, dtype=float) for c in zip(*jobs, strict=True))
+    b = np.ones(len(jobs)) if weights is None else weights
+    p = np.minimum(e_total - done, round_s * rounds_run / t)
+    q = (done + p) / e_total
+    logs = np.interp(q, BREAKS, LOG_BREAKS) if pwl else np.log(q)
+    left = np.maximum(0.0, (e_total - done) * t - t * p)
+    return float(b @ logs / (rounds * b.sum()) - K * left.max()), p
+
+
+def enumerate_integral(jobs: list[tuple[int, int, int, float]], gpus: int, rounds: int,
+                       round_s: float) -> tuple[float, list[np.ndarray]]:
+    """Best PWL objective over every 0/1 plan within capacity, and every p attaining it."""
+    n = len(jobs)
+    scale = np.array([j[0] for j in jobs])
+    best, argbest = -math.inf, []
+    for bits in itertools.product((0, 1), repeat=n * rounds):
+        x = np.array(bits).reshape(n, rounds)
+        if (scale @ x > gpus).any():
+            continue
+        value, p = by_hand(jobs, x.sum(axis=1).astype(float), rounds, round_s, pwl=True)
+        if value > best + 1e-12:
+            best, argbest = value, [p]
+        elif abs(value - best) <= 1e-12:
+            argbest.append(p)
+    return best, argbest
+
+
+def clarabel_convex(jobs: list[tuple[int, int, int, float]], gpus: int, rounds: int,
+                    round_s: float) -> tuple[float, np.ndarray]:
+    """The convex window problem as an exponential-cone program, solved by Clarabel."""
+    s, e_total, done, t = (np.array(c, dtype=float) for c in zip(*jobs, strict=True))
+    n = len(jobs)
+    x = cp.Variable((n, rounds))
+    p = cp.Variable(n)
+    left = cp.pos((e_total - done) * t - cp.multiply(t, p))
+    objective = cp.sum(cp.log(cp.multiply(done + p, 1 / e_total))) / (rounds * n) \
+        - K * cp.max(left)
+    rows = [x >= 0, x <= 1, p >= 0, p <= e_total - done, s @ x <= gpus,
+            cp.multiply(t, p) <= round_s * cp.sum(x, axis=1)]
+    problem = cp.Problem(cp.Maximize(objective), rows)
+    problem.solve(solver=cp.CLARABEL, tol_gap_abs=1e-11, tol_gap_rel=1e-11,
+                  tol_feas=1e-11)
+    assert problem.status == cp.OPTIMAL
+    return float(problem.value), np.asarray(p.value)
+
+
+CASES = [
+    ([(1, 10, 2, 60.0), (2, 5, 0, 120.0), (1, 8, 4, 30.0)], 2),
+    ([(1, 6, 1, 100.0), (1, 4, 0, 200.0)], 1),
+    ([(1, 20, 5, 40.0), (1, 3, 1, 90.0), (1, 12, 0, 50.0)], 2),
+]
+
+
+def oracle(mode: str, oa_tolerance: float = 1e-7) -> NashWelfare:
+    form = NashWelfare(mode, predictor="oracle",  # type: ignore[arg-type]
+                       oa_tolerance=oa_tolerance)
+    form.name = "shockwave.nash_welfare" + ("_convex" if mode == "convex" else "")
+    return form
+
+
+@pytest.mark.parametrize(("jobs", "gpus"), CASES)
+def test_integral_optimum_matches_enumeration(jobs: list[tuple[int, int, int, float]],
+                                              gpus: int) -> None:
+    inst = window(jobs, gpus)
+    best, argbest = enumerate_integral(jobs, gpus, 2, 120.0)
+    sol = oracle("integral").solve(inst, SolverOptions(mip_gap=0.0))
+    assert sol.status == Status.OPTIMAL
+    assert sol.objective == pytest.approx(best, rel=1e-6)
+    p = np.array([sol.metrics["planned_epochs"][f"j{i}"] for i in range(len(jobs))])
+    assert any(np.allclose(p, q, atol=1e-4) for q in argbest)
+    assert sol.bound is not None and sol.bound >= best - 1e-6 * max(1.0, abs(best))
+
+
+@pytest.mark.parametrize(("jobs", "gpus"), CASES)
+def test_convex_optimum_matches_clarabel(jobs: list[tuple[int, int, int, float]],
+                                         gpus: int) -> None:
+    inst = window(jobs, gpus)
+    value, p_ref = clarabel_convex(jobs, gpus, 2, 120.0)
+    # p is flat-topped: 1e-7 on the objective pins p to ~1e-3 only; 1e-10 pins it to ~3e-5
+    sol = oracle("convex", oa_tolerance=1e-10).solve(inst)
+    assert sol.status == Status.OPTIMAL
+    assert sol.objective == pytest.approx(value, rel=1e-6)
+    p = np.array([sol.metrics["planned_epochs"][f"j{i}"] for i in range(len(jobs))])
+    np.testing.assert_allclose(p, p_ref, atol=1e-4)
+    assert sol.metrics["oa_iterations"] >= 1
+    assert sol.bound is not None and sol.bound >= sol.objective
+
+
+@pytest.mark.parametrize(("jobs", "gpus"), CASES)
+def test_convex_optimum_bounds_the_integral_plan_in_true_log(
+        jobs: list[tuple[int, int, int, float]], gpus: int) -> None:
+    inst = window(jobs, gpus)
+    integral = oracle("integral").solve(inst)
+    convex = oracle("convex").solve(inst)
+    rounds_run = np.array([integral.allocation[f"j{i}"]["v100"] * 2 for i in range(len(jobs))])
+    true_log, _ = by_hand(jobs, rounds_run, 2, 120.0, pwl=False)
+    assert convex.objective is not None
+    assert convex.objective >= true_log - 1e-9
+
+
+def test_budgets_weight_the_logs() -> None:
+    jobs = [(1, 6, 1, 100.0), (1, 4, 0, 200.0)]
+    inst = window(jobs, 1, weights=[3.0, 1.0])
+    sol = oracle("integral").solve(inst, SolverOptions(mip_gap=0.0))
+    n = np.array([sol.allocation[f"j{i}"]["v100"] * 2 for i in range(2)])
+    value, _ = by_hand(jobs, n, 2, 120.0, pwl=True, weights=np.array([3.0, 1.0]))
+    assert sol.objective == pytest.approx(value, rel=1e-9)
+
+
+def test_finish_time_rows_bind() -> None:
+    """Job j0 (Rem = 5 x 100 s) with phi = min(1, 1/2), L W = 240 s: target FT gives
+    u_0 <= (FT - 240) / 2.  FT = 600: u_0 <= 180, p_0 >= 3.2 > 2.4 epochs (two whole rounds
+    at 100 s per epoch): infeasible.  FT = 840: u_0 <= 300, p_0 >= 2, which the plan without
+    the row does not give (j1's 800 s dominate the max term)."""
+    jobs = [(1, 6, 1, 100.0), (1, 4, 0, 200.0)]
+    inst = window(jobs, 1)
+
+    def with_target(target: float | None) -> NashWelfare:
+        targets = None if target is None else {"j0": target}
+        form = NashWelfare("convex", predictor="oracle", finish_time_targets=targets)
+        form.name = "shockwave.nash_welfare_convex"
+        return form
+
+    assert with_target(600.0).solve(inst).status == Status.INFEASIBLE
+    free = with_target(None).solve(inst)
+    assert free.metrics["planned_epochs"]["j0"] < 2.0 - 1e-3
+    bound = with_target(840.0).solve(inst)
+    assert bound.status == Status.OPTIMAL
+    assert bound.metrics["planned_epochs"]["j0"] >= 2.0 - 1e-6
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([1, 2, 4]), st.integers(1, 12), st.integers(0, 3),
+                          st.sampled_from([20.0, 60.0, 150.0])), min_size=1, max_size=5),
+       st.integers(1, 6), st.integers(1, 4))
+def test_rounded_gangs_never_exceed_capacity(jobs: list[tuple[int, int, int, float]],
+                                             gpus: int, rounds: int) -> None:
+    jobs = [(min(s, gpus), e, min(d, e), t) for s, e, d, t in jobs]
+    inst = window(jobs, gpus, rounds=rounds)
+    # the registered formulation (Shockwave's predictor), which the checker re-derives with
+    sol = get_formulation("shockwave.nash_welfare_convex").solve(inst)
+    assert sol.status.has_solution
+    scale = {f"j{i}": j[0] for i, j in enumerate(jobs)}
+    assert len(sol.rounds) == rounds
+    for placements in sol.rounds:
+        assert sum(scale[p.job] for p in placements) <= gpus
+        assert all(p.gpus == scale[p.job] for p in placements)
+    assert check(inst, sol) == []
+
+
+@pytest.mark.parametrize("name", ["shockwave.nash_welfare_convex", "shockwave.nash_welfare"])
+def test_check_formulation(name: str) -> None:
+    report = check_formulation(name)
+    assert "checker" in report.passed and "status" in report.passed
