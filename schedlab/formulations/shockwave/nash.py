@@ -40,7 +40,8 @@ x itself; convex mode: rounded, see :func:`round_gangs`).  The objective is re-d
 the allocation: p_j = min(E_j - e_j, L W share_j / d_j) (the most the plan allows; the
 objective grows with p_j), so the reported objective is that of the plan.  ``metrics``:
 ``planned_epochs`` (p_j), ``oa_iterations`` / ``oa_gap`` (convex), ``rounded_planned_epochs``
-and ``rounded_objective`` (the exact-log objective of the gangs in ``rounds``).
+and ``rounded_objective`` (the exact-log objective of the gangs in ``rounds``; None when a job
+with no epoch done gets no round, log 0 = -inf).
 """
 
 from __future__ import annotations
@@ -439,11 +440,13 @@ class NashWelfare(Formulation):
                       for t in range(w)]
         p = data.planned_epochs(x.sum(axis=1))
         rounded_p = data.planned_epochs(gangs.sum(axis=1))
+        rounded = data.objective(gangs.sum(axis=1), "convex")
         sol.metrics.update(
             mode=self.mode,
             planned_epochs=dict(zip(data.ids, p.tolist(), strict=True)),
             rounded_planned_epochs=dict(zip(data.ids, rounded_p.tolist(), strict=True)),
-            rounded_objective=data.objective(gangs.sum(axis=1), "convex"),
+            # None when a job that has not started gets no round (log 0 = -inf)
+            rounded_objective=rounded if math.isfinite(rounded) else None,
             seconds_per_epoch=dict(zip(data.ids, data.sec_per_epoch.tolist(), strict=True)),
             remaining_s=dict(zip(data.ids, data.remaining_s.tolist(), strict=True)))
 
