@@ -6,6 +6,7 @@ whose batch size changes still has to run from a Dirichlet posterior over its ba
 regimes.
 
 Modules: ``predictor`` (the remaining-time predictor and the seconds-per-epoch estimate,
-Shockwave's by default, with a non-peeking variant and the oracle).  The formulation itself
-is not written yet.  See docs/formulations/shockwave.md.
+Shockwave's by default, with a non-peeking variant and the oracle) and ``nash`` (the window
+problem ``shockwave.nash_welfare``: integral with the code's piecewise-linear log, or convex
+with the exact log by outer approximation).  See docs/formulations/shockwave.md.
 """
