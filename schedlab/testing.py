@@ -233,6 +233,15 @@ def _check_json(kit: _Battery, solution: Solution) -> None:
     kit.ok("json")
 
 
+def _rejects(form: Method, instance: Instance) -> bool:
+    """True when ``form.validate`` refuses ``instance`` with an InputError."""
+    try:
+        form.validate(instance)
+    except InputError:
+        return True
+    return False
+
+
 def _check_bad_instance(kit: _Battery, form: Method, instance: Instance,
                         options: SolverOptions | None) -> None:
     """Remove each field set on the first job in turn; the first removal that ``validate``
@@ -251,11 +260,7 @@ def _check_bad_instance(kit: _Battery, form: Method, instance: Instance,
         except InputError:
             continue  # the instance itself is invalid without it: not the formulation's call
         tried.append(key)
-        try:
-            form.validate(bad)
-        except InputError:
-            pass
-        else:
+        if not _rejects(form, bad):
             continue
         try:
             form.solve(bad, options)

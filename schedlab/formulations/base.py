@@ -100,15 +100,11 @@ class Formulation(Method):
     ) -> Solution:
         """Read the solved model into a Solution (status, objective, allocation, ...)."""
 
+    #: The user's model extensions, applied in order by :meth:`extend_model` (set on the
+    #: instance by :meth:`extend`; the class default is none).
+    extensions: tuple[ModelExtension, ...] = ()
+
     # extensions ---------------------------------------------------------------------------
-    @property
-    def extensions(self) -> list[ModelExtension]:
-        """The user's model extensions, applied in order by :meth:`extend_model`."""
-        found: list[ModelExtension] | None = self.__dict__.get("_extensions")
-        if found is None:
-            found = []
-            self.__dict__["_extensions"] = found
-        return found
 
     def extend(self: _F, extension: ModelExtension) -> _F:
         """Add ``extension(model, instance)`` to every model this formulation solves (its
@@ -119,7 +115,7 @@ class Formulation(Method):
                 f"formulation {self.name or type(self).__name__} does not take extra "
                 "constraints: its sub-models are not the model build() returns",
                 field="extend")
-        self.extensions.append(extension)
+        self.extensions = (*self.extensions, extension)
         return self
 
     def extend_model(self, model: pyo.ConcreteModel, instance: Instance) -> pyo.ConcreteModel:
