@@ -634,7 +634,7 @@ def _add_simulation_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     work.add_argument("--workload", default="gavel",
                       metavar="gavel|shockwave|trace:FILE|FILE.json",
                       help="'gavel' (Gavel-style generated jobs, default), 'shockwave' "
-                      "(Shockwave's generated jobs, run at their initial batch size; default "
+                      "(Shockwave's generated jobs following their batch-size schedules; default "
                       f"{SHOCKWAVE_SIM_JOBS} jobs on {SHOCKWAVE_SIM_CLUSTER}), 'trace:FILE' "
                       "(a Philly, Helios or PAI trace file; for PAI the job table, with "
                       "pai_task_table.csv beside it), or an instance file (.json, .json.gz, "
@@ -723,8 +723,6 @@ def _workload_spec(args: argparse.Namespace) -> Any:
         if args.trace_format or args.keep_failed:
             raise InputError("--trace-format and --keep-failed need --workload trace:FILE",
                              field="--workload")
-        log.warning("the simulator runs Shockwave's jobs at their initial batch size "
-                    "(batch_schedule is not simulated)")
         pools = parse_cluster_spec(args.cluster or SHOCKWAVE_SIM_CLUSTER)
         return WorkloadSpec(kind="shockwave", num_jobs=args.jobs or SHOCKWAVE_SIM_JOBS,
                             cluster=tuple(pools.items()))
@@ -871,7 +869,7 @@ def _describe_workload(workload: Any) -> str:
     elif workload.kind == "gavel":
         what = "Gavel-style jobs"
     elif workload.kind == "shockwave":
-        what = "Shockwave's jobs at their initial batch size"
+        what = "Shockwave's jobs with their batch-size schedules"
     else:
         what = f"{workload.trace_format} trace {Path(workload.trace_path).name}"
     return f"{what}; {workload.gpus} GPUs ({pools})"

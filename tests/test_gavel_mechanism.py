@@ -29,6 +29,8 @@ class FakeJob:
     scale_factor: int = 1
     steps_done: float = 0.0
     time_on: dict[str, float] = field(default_factory=dict)
+    executed_s: float = 0.0
+    throughput_version: int = 0
 
 
 def one_gpu_cluster() -> Cluster:

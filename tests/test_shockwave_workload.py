@@ -307,8 +307,9 @@ def test_cli_simulates_the_shockwave_workload(tmp_path: Path,
     for job in expected.jobs:
         row = by_id[job.id]
         assert row.job_type == job.job_type and row.arrival == job.arrival
-    # job 0 starts at once on the empty cluster and runs at its initial batch size
+    # job 0 starts at once on the empty cluster and runs its batch-size schedule: its JCT is
+    # the sum of its epochs' seconds
     first = expected.jobs[0]
-    assert first.total_steps is not None
-    assert by_id["0"].jct == pytest.approx(first.total_steps / first.throughput["v100"],
-                                           rel=1e-9)
+    assert first.regimes is not None and first.batch_schedule is not None
+    alone = sum(first.regimes[str(b)] for b in first.batch_schedule)
+    assert by_id["0"].jct == pytest.approx(alone, rel=1e-9)

@@ -386,6 +386,7 @@ class GavelPolicy(Policy):
         size = 64
         num_types = len(self.types)
         self._slot_of: dict[str, int] = {}
+        self._thr_version: dict[str, int] = {}  # throughput_version when last read
         self._arrival = np.zeros(size)
         self._gang = np.zeros(size, dtype=np.int64)
         self._runnable = np.zeros((size, num_types), dtype=bool)
@@ -489,6 +490,10 @@ class GavelPolicy(Policy):
             for i in range(slots.index(None), len(slots)):  # arrivals come last: a short walk
                 if slots[i] is None:
                     slots[i] = self._add_job(active[i])
+        known = self._thr_version
+        for js in active:  # a dynamic job in a new batch size: its new throughput row
+            if js.throughput_version != known[js.id]:
+                self._read_throughput(js, self._slot_of[js.id])
         self._ids = ids
         self._rows = np.array(slots, dtype=np.int64)
         self._assignment_rows = None
@@ -501,17 +506,22 @@ class GavelPolicy(Policy):
         self._slot_of[js.id] = slot
         self._arrival[slot] = js.arrival
         self._gang[slot] = js.scale_factor
-        thr = [js.throughput.get(k, 0.0) for k in self.types]
-        self._runnable[slot] = [t > 0 and js.scale_factor <= n
-                                for t, n in zip(thr, self._free, strict=True)]
+        self._read_throughput(js, slot)
         self._received[slot] = [js.time_on.get(k, 0.0) for k in self.types]
         row = [Assignment(js.id, k) for k in self.types]
         self._assignments[js.id] = row
         num_types = len(self.types)
         self._assignment_flat[slot * num_types:(slot + 1) * num_types] = row
+        return slot
+
+    def _read_throughput(self, js: JobState, slot: int) -> None:
+        """The job's runnable types and LP class from its current throughputs."""
+        thr = [js.throughput.get(k, 0.0) for k in self.types]
+        self._runnable[slot] = [t > 0 and js.scale_factor <= n
+                                for t, n in zip(thr, self._free, strict=True)]
         if self._lp is not None:
             self._class[slot] = self._lp.class_of(js.scale_factor, js.weight, np.array(thr))
-        return slot
+        self._thr_version[js.id] = js.throughput_version
 
     def _assignment_table(self) -> list[list[Assignment]]:
         """Assignment(job, type) per active job (rows in arrival order) and type, cached."""

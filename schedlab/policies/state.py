@@ -3,10 +3,21 @@ interface; the simulator fills it).
 
 The simulator owns time and state; a policy only reads a :class:`ClusterState` and returns
 :class:`Assignment` s for the coming round.  Units: seconds, steps, GPUs.
+
+**Dynamic-adaptation jobs** (Shockwave's GNS and Accordion jobs, whose batch size follows a
+schedule) count progress in *epochs*: ``total_steps`` = E, ``steps_done`` = epochs run
+(fractional inside an epoch), and ``throughput[k]`` = epochs/s *at the current epoch's batch
+size*, which the simulator updates whenever the job enters an epoch of another batch size
+(and then bumps ``throughput_version`` and the state's ``job_set_version``).  So every policy
+sees the change the same way, through ``throughput``: remaining_steps / throughput is the
+remaining time if the current batch size were kept.  ``batch_schedule`` and ``regimes`` are the
+simulator's truth; only Shockwave's policy reads them, as Shockwave's code does
+(docs/formulations/shockwave.md names its peeks).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from schedlab.instance import Cluster
@@ -26,6 +37,11 @@ class JobState:
     user: str | None = None
     switch_overhead_s: float = 0.0  # s lost when the placement changes
     colocated_throughput: dict[str, dict[str, float]] | None = None
+    # dynamic adaptation (Shockwave): progress counted in epochs -------------------------
+    batch_schedule: tuple[int, ...] | None = None  # batch size of each epoch (the truth)
+    regimes: dict[int, float] | None = None  # {batch size: s per epoch on the fastest type}
+    type_speed: dict[str, float] | None = None  # epochs run k times as fast as on the fastest
+    throughput_version: int = 0  # increases whenever ``throughput`` changes
     # progress ---------------------------------------------------------------------------
     steps_done: float = 0.0
     attained_service_s: float = 0.0  # GPU-seconds received (Tiresias' 2D age: GPUs x time)
@@ -44,6 +60,31 @@ class JobState:
     def remaining_steps(self) -> float:
         """R_j = total_steps - steps_done (>= 0)."""
         return max(self.total_steps - self.steps_done, 0.0)
+
+    @property
+    def dynamic(self) -> bool:
+        """True for a job whose batch size follows ``batch_schedule`` (progress in epochs)."""
+        return self.batch_schedule is not None
+
+    @property
+    def epochs_done(self) -> int:
+        """Whole epochs completed (a dynamic job's ``steps_done`` counts epochs)."""
+        return int(self.steps_done + 1e-9)
+
+    def epoch_seconds(self, epoch: int, accelerator: str) -> float:
+        """Seconds epoch ``epoch`` takes on the job's gang of ``accelerator`` (dynamic jobs):
+        regimes[batch_schedule[epoch]] / type_speed[accelerator]."""
+        assert self.batch_schedule is not None and self.regimes is not None
+        speed = (self.type_speed or {}).get(accelerator, 0.0)
+        return self.regimes[self.batch_schedule[epoch]] / speed if speed > 0 else math.inf
+
+    def current_throughput(self) -> dict[str, float]:
+        """A dynamic job's epochs/s per type at its current epoch (0 on types it cannot use);
+        what :attr:`throughput` shows a policy between rounds."""
+        assert self.batch_schedule is not None and self.regimes is not None
+        epoch = min(self.epochs_done, len(self.batch_schedule) - 1)
+        per_epoch = self.regimes[self.batch_schedule[epoch]]
+        return {k: v / per_epoch for k, v in (self.type_speed or {}).items()}
 
     @property
     def done(self) -> bool:
@@ -79,7 +120,7 @@ class ClusterState:
     cluster: Cluster
     active: list[JobState]  # arrived and not finished, in arrival order
     finished: list[JobState]  # in finish order
-    job_set_version: int = 0  # increases whenever a job arrives or finishes
+    job_set_version: int = 0  # increases whenever a job arrives, finishes or changes throughput
     seed: int = 0  # the run's seed: policies that draw random numbers derive them from it
 
     @property

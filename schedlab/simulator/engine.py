@@ -126,6 +126,9 @@ def jobs_from_instance(instance: Instance, switch_overhead_s: float = 0.0) -> li
     """
     out: list[JobState] = []
     for i, job in enumerate(instance.jobs):
+        if job.batch_schedule is not None:
+            out.append(_dynamic_job(instance, i, switch_overhead_s))
+            continue
         if job.total_steps is None:
             raise InputError("the simulator needs total_steps on every job", file=instance.name,
                              field=f"jobs[{i}].total_steps")
@@ -148,6 +151,57 @@ def jobs_from_instance(instance: Instance, switch_overhead_s: float = 0.0) -> li
     return out
 
 
+def _dynamic_job(instance: Instance, i: int, switch_overhead_s: float) -> JobState:
+    """The JobState of a dynamic-adaptation job (``batch_schedule`` set): progress in epochs.
+
+    ``regimes`` give seconds per epoch on the job's gang of its fastest type (largest
+    ``throughput``, the throughputs being at the initial batch size); on type k an epoch takes
+    regimes[b] x max_k' T[j,k'] / T[j,k] -- the initial batch size's speed ratio between types
+    applies to every batch size (docs/simulator.md)."""
+    job = instance.jobs[i]
+    where = f"jobs[{i}]"
+    schedule = tuple(int(b) for b in job.batch_schedule or ())
+    if job.epochs is None or len(schedule) != job.epochs:
+        raise InputError(f"job {job.id}: batch_schedule has {len(schedule)} entries for "
+                         f"{job.epochs} epochs", file=instance.name,
+                         field=f"{where}.batch_schedule")
+    try:
+        regimes = {int(b): float(t) for b, t in (job.regimes or {}).items()}
+    except ValueError:
+        raise InputError(f"job {job.id}: regimes keys must be batch sizes (integers)",
+                         file=instance.name, field=f"{where}.regimes") from None
+    missing = sorted(set(schedule) - set(regimes))
+    if missing:
+        raise InputError(f"job {job.id}: batch size(s) {missing} of batch_schedule have no "
+                         "entry in regimes", file=instance.name, field=f"{where}.regimes")
+    fastest = max(job.throughput.values(), default=0.0)
+    if fastest <= 0:
+        raise InputError(f"job {job.id}: a dynamic job needs a positive throughput on some "
+                         "type (its speed ratio between types)", file=instance.name,
+                         field=f"{where}.throughput")
+    if job.epochs_done >= job.epochs:
+        raise InputError(f"job {job.id}: epochs_done {job.epochs_done} must be below epochs "
+                         f"{job.epochs}", file=instance.name, field=f"{where}.epochs_done")
+    js = JobState(
+        id=job.id,
+        arrival=job.arrival,
+        scale_factor=job.scale_factor,
+        total_steps=float(job.epochs),
+        throughput={},
+        weight=job.weight,
+        job_type=job.job_type,
+        user=job.user if job.user is not None else job.entity,
+        switch_overhead_s=(job.switch_overhead_s if job.switch_overhead_s is not None
+                           else switch_overhead_s),
+        batch_schedule=schedule,
+        regimes=regimes,
+        type_speed={k: v / fastest for k, v in job.throughput.items()},
+        steps_done=float(job.epochs_done),
+    )
+    js.throughput = js.current_throughput()
+    return js
+
+
 def _fresh_copies(jobs: Sequence[JobState], mode: Mode) -> list[JobState]:
     """Copies the run may change (the caller's objects stay untouched)."""
     out = []
@@ -159,6 +213,8 @@ def _fresh_copies(jobs: Sequence[JobState], mode: Mode) -> list[JobState]:
             colocated_throughput=copy.deepcopy(js.colocated_throughput),
             time_on=dict(js.time_on),
         ))
+        if js.batch_schedule is not None:  # throughput at the epoch the job is in
+            out[-1].throughput = out[-1].current_throughput()
     return out
 
 
@@ -183,6 +239,8 @@ def _validate_jobs(jobs: Sequence[JobState], cluster: Cluster, round_s: float) -
         if js.scale_factor < 1:
             raise InputError(f"job {js.id}: scale_factor must be >= 1",
                              field=f"{where}.scale_factor")
+        if js.batch_schedule is not None:
+            _validate_dynamic(js, where)
         if not (math.isfinite(js.switch_overhead_s) and js.switch_overhead_s >= 0):
             raise InputError(f"job {js.id}: switch_overhead_s must be >= 0",
                              field=f"{where}.switch_overhead_s")
@@ -202,6 +260,26 @@ def _validate_jobs(jobs: Sequence[JobState], cluster: Cluster, round_s: float) -
         if js.switch_overhead_s >= round_s:
             log.warning("job %s: switch overhead %.6g s >= round length %.6g s; a migrating "
                         "round makes no progress", js.id, js.switch_overhead_s, round_s)
+
+
+def _validate_dynamic(js: JobState, where: str) -> None:
+    """A dynamic job's schedule, regimes and speeds are consistent (one clear error)."""
+    schedule = js.batch_schedule or ()
+    if len(schedule) != js.total_steps:
+        raise InputError(f"job {js.id}: a dynamic job's total_steps counts epochs: "
+                         f"{js.total_steps} for {len(schedule)} scheduled epochs",
+                         field=f"{where}.batch_schedule")
+    regimes = js.regimes or {}
+    missing = sorted(set(schedule) - set(regimes))
+    if missing:
+        raise InputError(f"job {js.id}: batch size(s) {missing} have no regime",
+                         field=f"{where}.regimes")
+    if not all(math.isfinite(t) and t > 0 for t in regimes.values()):
+        raise InputError(f"job {js.id}: seconds per epoch must be finite and > 0",
+                         field=f"{where}.regimes")
+    if not all(math.isfinite(v) and v >= 0 for v in (js.type_speed or {}).values()):
+        raise InputError(f"job {js.id}: type speeds must be finite and >= 0",
+                         field=f"{where}.type_speed")
 
 
 # ------------------------------------------------------------------------------- checking
@@ -432,10 +510,12 @@ def _advance(
     still: list[JobState],
     done_now: list[JobState],
     last_end: float,
+    changed: list[JobState],
 ) -> float:
     """Progress of the jobs placed on ``acc`` through the round; returns the latest finish
-    so far.  ``previous[i]`` is unit i's mask the last time it ran on ``acc`` (0 if it did not:
-    masks are never 0), so a changed placement is ``previous != mask``."""
+    so far (a dynamic job whose throughput changed is added to ``changed``).
+    ``previous[i]`` is unit i's mask the last time it ran on ``acc`` (0 if it did not: masks
+    are never 0), so a changed placement is ``previous != mask``."""
     ftol = FINISH_TOLERANCE
     new_run = tuple.__new__
     add_run = runs.append
@@ -449,6 +529,21 @@ def _advance(
         else:  # new GPUs: a migration, unless it is the job's first start
             overhead = _move(js, acc, job_mask, length, last_mask, overhead_paid)
             steps = thr * (length - overhead)
+        if js.batch_schedule is not None:  # dynamic adaptation: walk the epochs
+            held, finished = _advance_epochs(js, acc, overhead, length, changed)
+            if not finished:
+                held = length
+                end = round_end
+                add_still(js)
+            else:
+                end = js.finish_time = now + held
+                done_now.append(js)
+                if end > last_end:
+                    last_end = end
+            _credit(js, acc, held, now, round_index)
+            add_run(new_run(RunRecord, (js.id, acc, job_mask, None if mate is None
+                                        else mate.id, overhead, end)))
+            continue
         total_steps = js.total_steps
         left = total_steps - js.steps_done
         if left - steps <= ftol * total_steps:  # finishes in the round
@@ -470,6 +565,45 @@ def _advance(
         add_run(new_run(RunRecord, (js.id, acc, job_mask, None if mate is None else mate.id,
                                     overhead, end)))
     return last_end
+
+
+def _advance_epochs(js: JobState, acc: str, overhead: float, length: float,
+                    changed: list[JobState]) -> tuple[float, bool]:
+    """Run dynamic job ``js`` on ``acc`` for the round: after the overhead, epoch e takes
+    :meth:`~schedlab.policies.state.JobState.epoch_seconds` (its batch size's seconds), so
+    progress is piecewise linear across epoch boundaries.  Returns (seconds from the round
+    start to the job's last epoch's end, whether it finished); unfinished, the first is
+    ``length``.  A job that enters an epoch of another batch size gets its new
+    ``throughput`` and joins ``changed``.
+    """
+    schedule = js.batch_schedule
+    assert schedule is not None
+    epochs = len(schedule)
+    done = js.steps_done
+    before = schedule[min(int(done + 1e-9), epochs - 1)]
+    avail = length - overhead
+    used = 0.0
+    while used < avail:
+        e = int(done + 1e-9)
+        if e >= epochs:
+            break
+        per_epoch = js.epoch_seconds(e, acc)
+        need = (e + 1 - done) * per_epoch
+        if used + need <= avail * (1.0 + FINISH_TOLERANCE):
+            used += need
+            done = float(e + 1)
+        else:
+            done += (avail - used) / per_epoch
+            used = avail
+    js.steps_done = min(done, float(epochs))
+    if js.steps_done >= epochs - FINISH_TOLERANCE * epochs:
+        js.steps_done = float(epochs)
+        return overhead + min(used, avail), True
+    if schedule[int(js.steps_done + 1e-9)] != before:
+        js.throughput = js.current_throughput()
+        js.throughput_version += 1
+        changed.append(js)
+    return length, False
 
 
 def _move(js: JobState, acc: str, job_mask: int, length: float, last_mask: dict[str, int],
@@ -513,6 +647,7 @@ def _advance_gavel(
     still: list[JobState],
     done_now: list[JobState],
     last_end: float,
+    changed: list[JobState],
 ) -> float:
     """:func:`_advance` with Gavel's step accounting (``_get_num_steps``,
     ``_get_job_steps_and_finish_times``): a job placed for a round runs ``min(int(T (L -
@@ -523,13 +658,17 @@ def _advance_gavel(
         overhead = 0.0
         if prev != job_mask:
             overhead = _move(js, acc, job_mask, length, last_mask, overhead_paid)
-        left = js.total_steps - js.steps_done
-        # whole steps (at least one, so a job slower than a step a round still moves)
-        steps = min(max(float(math.floor(thr * (length - overhead))), 1.0), left)
-        held = overhead + steps / thr
+        if js.batch_schedule is not None:  # dynamic: epochs as in _advance (no whole steps)
+            held, finished = _advance_epochs(js, acc, overhead, length, changed)
+        else:
+            left = js.total_steps - js.steps_done
+            # whole steps (at least one, so a job slower than a step a round still moves)
+            steps = min(max(float(math.floor(thr * (length - overhead))), 1.0), left)
+            held = overhead + steps / thr
+            js.steps_done += steps
+            finished = steps >= left
         end = now + held
-        js.steps_done += steps
-        if steps >= left:
+        if finished:
             js.steps_done = js.total_steps
             js.finish_time = end
             done_now.append(js)
@@ -735,6 +874,7 @@ def _run(
         runs: list[RunRecord] = []
         still: list[JobState] = []  # ran this round, not finished
         done_now: list[JobState] = []
+        changed: list[JobState] = []  # dynamic jobs whose throughput changed
         last_end = now
         if repeat_layout is not None and version == repeat_version and decision == repeat_of:
             # The plan of the last round again, and no job arrived or finished since: it
@@ -742,7 +882,7 @@ def _run(
             for acc, same_units, same_masks, _ in repeat_layout:
                 last_end = advance(same_units, same_masks, same_masks, acc, now, length,
                                    round_index, last_mask, overhead_paid, runs, still,
-                                   done_now, last_end)
+                                   done_now, last_end, changed)
         else:
             layout = _solo_layout(decision, fits, counts, last_mask, placers)
             repeat_layout = layout
@@ -751,7 +891,8 @@ def _run(
                                          round_index)
             for acc, units, masks, before in layout:
                 last_end = advance(units, masks, before, acc, now, length, round_index,
-                                   last_mask, overhead_paid, runs, still, done_now, last_end)
+                                   last_mask, overhead_paid, runs, still, done_now, last_end,
+                                   changed)
             repeat_of = list(decision)  # a copy: a policy may reuse its list
         repeat_version = version
 
@@ -773,6 +914,8 @@ def _run(
                 del fits[js.id]
             finished.extend(done_now)
             active = [js for js in active if js.finish_time is None]
+            version += 1
+        if changed:  # a batch size changed: policies that re-solve on changes see it
             version += 1
         previous = still
 
@@ -849,8 +992,17 @@ def _finish_key(js: JobState) -> float:
 
 
 def _job_record(js: JobState, cluster: Cluster, overhead: float) -> JobRecord:
-    best = max((v for k, v in js.throughput.items()
-                if v > 0 and js.scale_factor <= cluster.accelerators[k].count), default=0.0)
+    """The run's record of one job; ``isolated_time_s`` = T_excl, the job alone on its gang
+    of its fastest type with room: total_steps / T, or for a dynamic job the sum of its
+    epochs' seconds there (its whole batch-size schedule)."""
+    fits = {k for k, p in cluster.accelerators.items() if js.scale_factor <= p.count}
+    best = max((v for k, v in js.throughput.items() if v > 0 and k in fits), default=0.0)
+    isolated = js.total_steps / best if best > 0 else math.inf
+    if js.batch_schedule is not None and js.regimes is not None:
+        speed = max((v for k, v in (js.type_speed or {}).items() if k in fits), default=0.0)
+        regimes = js.regimes
+        isolated = (math.fsum(regimes[b] for b in js.batch_schedule) / speed if speed > 0
+                    else math.inf)
     return JobRecord(
         job=js.id,
         arrival=js.arrival,
@@ -868,6 +1020,6 @@ def _job_record(js: JobState, cluster: Cluster, overhead: float) -> JobRecord:
         gpu_seconds=js.attained_service_s,
         executed_s=js.executed_s,
         overhead_s=overhead,
-        isolated_time_s=js.total_steps / best if best > 0 else math.inf,
+        isolated_time_s=isolated,
         time_on=dict(js.time_on),
     )

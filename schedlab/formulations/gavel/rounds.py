@@ -679,6 +679,8 @@ class _JobLike(Protocol):
     scale_factor: int
     throughput: dict[str, float]
     steps_done: float
+    executed_s: float
+    throughput_version: int
 
 
 class GavelRoundState:
@@ -750,8 +752,9 @@ class GavelRoundState:
         self.last_reset = 0.0
         self.need_update = False
         self.resets = 0
-        # what ran last round: (job, type index, steps done before the round)
-        self._ran: list[tuple[_JobLike, int, float]] = []
+        # what ran last round: (job, type index, steps done and seconds run before the round)
+        self._ran: list[tuple[_JobLike, int, float, float]] = []
+        self._thr_version: dict[str, int] = {}  # throughput_version when _thr was read
         self._round_start = 0.0  # real start of the last round that ran jobs
         self._gavel_start = 0.0  # Gavel's current_round_start_time
         self._gavel_end: float | None = None  # Gavel's current_round_end_time
@@ -773,11 +776,15 @@ class GavelRoundState:
         self._slot[job.id] = slot
         self._ids.append(job.id)
         self._gang.append(job.scale_factor)
-        self._thr[slot] = [job.throughput.get(k, 0.0) if job.scale_factor <= n else 0.0
-                           for k, n in zip(self.types, self.gpus, strict=True)]
+        self._read_throughput(job, slot)
         self.job_time[slot] = self.half_round
         self._active[slot] = True
         self.need_update = True
+
+    def _read_throughput(self, job: _JobLike, slot: int) -> None:
+        self._thr[slot] = [job.throughput.get(k, 0.0) if job.scale_factor <= n else 0.0
+                           for k, n in zip(self.types, self.gpus, strict=True)]
+        self._thr_version[job.id] = job.throughput_version
 
     def remove(self, job_id: str) -> None:
         """A job finished (``_remove_job``)."""
@@ -807,21 +814,27 @@ class GavelRoundState:
         if self._ran:
             # seconds each job ran: its steps / T, computed as Gavel does (exact ties stay ties)
             held = [(js.steps_done - before) / js.throughput[self.types[k]]
-                    for js, k, before in self._ran]
+                    if js.throughput_version == self._thr_version.get(js.id)
+                    else js.executed_s - ran_s  # its throughput changed during the round
+                    for js, k, before, ran_s in self._ran]
             end = self._round_start + max(held)
             if self._gavel_end is not None:
                 self._gavel_start = self._gavel_end
             self._gavel_end = end
-            for (js, k, _), seconds in zip(self._ran, held, strict=True):
+            for (js, k, _, _), seconds in zip(self._ran, held, strict=True):
                 self.credit(js.id, k, self._round_start + seconds - self._gavel_start)
             self._ran = []
         ids = {js.id for js in active}
         for job_id in self.active_ids:
             if job_id not in ids:
                 self.remove(job_id)
+        versions = self._thr_version
         for js in active:
             if js.id not in self._slot:
                 self.add(js)
+            elif js.throughput_version != versions[js.id]:  # e.g. a new batch size
+                self._read_throughput(js, self._slot[js.id])
+                self.need_update = True
         return self.need_update and (now - self.last_reset >= self.reset_interval_s
                                      or self.last_reset == 0.0)
 
@@ -910,6 +923,6 @@ class GavelRoundState:
 
     def record(self, now: float, ran: Sequence[tuple[_JobLike, int]]) -> None:
         """The jobs placed in the round starting at ``now`` (to credit at the next round)."""
-        self._ran = [(js, k, js.steps_done) for js, k in ran]
+        self._ran = [(js, k, js.steps_done, js.executed_s) for js, k in ran]
         if ran:
             self._round_start = now
