@@ -125,13 +125,22 @@ def test_integral_optimum_matches_enumeration(jobs: list[tuple[int, int, int, fl
     assert sol.bound is not None and sol.bound >= best - 1e-6 * max(1.0, abs(best))
 
 
+def no_extra_rows(model: Any, instance: Instance) -> None:
+    """A user extension that adds nothing: it sends the convex mode to the Pyomo model."""
+
+
+@pytest.mark.parametrize("interface", ["matrix", "pyomo"])
 @pytest.mark.parametrize(("jobs", "gpus"), CASES)
 def test_convex_optimum_matches_clarabel(jobs: list[tuple[int, int, int, float]],
-                                         gpus: int) -> None:
+                                         gpus: int, interface: str) -> None:
     inst = window(jobs, gpus)
     value, p_ref = clarabel_convex(jobs, gpus, 2, 120.0)
     # p is flat-topped: 1e-7 on the objective pins p to ~1e-3 only; 1e-10 pins it to ~3e-5
-    sol = oracle("convex", oa_tolerance=1e-10).solve(inst)
+    form = oracle("convex", oa_tolerance=1e-10)
+    if interface == "pyomo":
+        form.extend(no_extra_rows)
+    sol = form.solve(inst)
+    assert sol.metrics["oa_model"] == interface
     assert sol.status == Status.OPTIMAL
     assert sol.objective == pytest.approx(value, rel=1e-6)
     p = np.array([sol.metrics["planned_epochs"][f"j{i}"] for i in range(len(jobs))])

@@ -22,7 +22,12 @@ Rows: sum_j s_j x[j,t] <= G (each round); d_j p_j <= L sum_t x[j,t] (each job). 
   under tangents of log at a starting grid of q, the LP is solved, and tangents at the LP's
   q_j are added until UB - LB <= 1e-7 max(1, |LB|), with UB the LP's optimum (the cuts
   over-estimate the concave log, so UB bounds the convex problem) and LB the exact objective
-  of the LP's x.  One persistent HiGHS model; ``optimal`` only when that gap closed.
+  of the LP's x.  ``optimal`` only when that gap closed.  The LP is one persistent matrix
+  model (:func:`~schedlab.solvers.matrix_model`, HiGHS by default) built from the arrays of
+  :func:`window_lp`, cuts added as rows and re-solved from the previous basis; when the user
+  added constraints (:meth:`~schedlab.formulations.base.Formulation.extend`), the loop runs
+  on the Pyomo model of :meth:`NashWelfare.build` instead (the same columns and rows, made
+  from the same arrays, plus the user's).
 * **integral** (``mode="integral"``, Shockwave's default): v_j = the piecewise-linear log
   through the breakpoints b = 0, .2, .4, .6, .8, 1 (log 0 read as log 1e-6), as an SOS2 of
   weights lambda (sum lambda = 1, sum lambda_i b_i = q_j, lambda_i <= y_{i-1} + y_i for
@@ -33,6 +38,12 @@ Rows: sum_j s_j x[j,t] <= G (each round); d_j p_j <= L sum_t x[j,t] (each job). 
 phi = min(1, G / J), now = ``params.now_s`` (Shockwave's L r) and FT_j the target of job j,
 now + L W + u_j / phi <= rho_max FT_j.  The momentum average that produces FT_j in Shockwave
 belongs to the online policy, not to this one-shot formulation.
+
+**Priorities** (``priorities``, default all 1): pi_j multiplies job j's log term, c_j =
+pi_j B_j / (W sum B) -- Shockwave's relaxed re-solve after infeasible finish-time rows, where
+pi_j = rho_j^lambda (:mod:`schedlab.policies.shockwave`).  The model's objective is divided by
+max(1, max pi) (the same optimum; rho^100 would otherwise leave floating range); the reported
+objective and bound are the window objective's.
 
 **Solution.**  ``allocation[j][type]`` = sum_t x[j,t] / W (the plan's average share; the
 checker verifies sum_j s_j share <= G); ``rounds`` = W lists of whole gangs (integral mode:
@@ -48,13 +59,14 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
 import pyomo.environ as pyo
+import scipy.sparse as sp
 
 from schedlab.errors import InputError
 from schedlab.formulations.arrays import add_rows, csr_from_entries, linear_expression
@@ -66,9 +78,10 @@ from schedlab.formulations.shockwave.predictor import (
 )
 from schedlab.instance import Instance
 from schedlab.solution import InstanceRef, Placement, Solution, Status, Timings
-from schedlab.solvers import PersistentSolver, SolveResult, SolverOptions
+from schedlab.solvers import PersistentSolver, SolveResult, SolverOptions, matrix_model
 
 FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 NashMode = Literal["convex", "integral"]
 
 #: Breakpoints of Shockwave's piecewise-linear log (progress fractions) and log 0's stand-in.
@@ -121,11 +134,21 @@ class WindowData:
     remaining_s: FloatArray   # Rem_j, s
     k: float                  # per second
     ftf_cap: FloatArray | None  # upper bound on u_j from the finish-time rows (None: off)
+    priority: FloatArray | None = None  # pi_j multiplying the log term (None: all 1)
 
     @property
     def weights(self) -> FloatArray:
-        """c_j = B_j / (W sum B): the objective's coefficient of v_j."""
-        return self.budget / (self.rounds * float(self.budget.sum()))
+        """c_j = pi_j B_j / (W sum B): the objective's coefficient of v_j."""
+        base = self.budget / (self.rounds * float(self.budget.sum()))
+        return base if self.priority is None else base * self.priority
+
+    @property
+    def objective_scale(self) -> float:
+        """1 / max(1, max_j pi_j): the model's objective is the window objective times this
+        (the same optimum; keeps Shockwave's rho^100 priorities within floating range)."""
+        if self.priority is None or not len(self.priority):
+            return 1.0
+        return 1.0 / max(1.0, float(self.priority.max()))
 
     def planned_epochs(self, rounds_run: FloatArray) -> FloatArray:
         """p_j = min(E_j - e_j, L n_j / d_j) for n_j rounds of running (the most allowed)."""
@@ -139,6 +162,98 @@ class WindowData:
         logs = exact_log(q) if mode == "convex" else pwl_log(q)
         left = np.maximum(0.0, self.remaining_s - self.sec_per_epoch * p)
         return float(self.weights @ logs - self.k * (left.max() if len(left) else 0.0))
+
+
+@dataclass(frozen=True)
+class RowBlock:
+    """Rows lower <= matrix @ columns <= upper of the window LP (``None``: no bound)."""
+
+    name: str
+    matrix: sp.csr_matrix
+    lower: FloatArray | float | None
+    upper: FloatArray | float | None
+
+
+@dataclass(frozen=True)
+class WindowLP:
+    """The window LP as arrays: columns x[j,t] (job-major), p_j, u_j, z, v_j, in that order,
+    with their bounds and objective coefficients (maximize), and the row blocks of the module
+    docstring (capacity, work, left, max_left, finish_time when set).  The Pyomo model and
+    the convex mode's matrix model are both built from these arrays."""
+
+    x: IntArray               # (J, W) column of x[j,t]
+    p: IntArray
+    u: IntArray
+    z: int
+    v: IntArray
+    lower: FloatArray
+    upper: FloatArray
+    cost: FloatArray
+    blocks: list[RowBlock]
+
+    @property
+    def size(self) -> int:
+        """Columns."""
+        return len(self.lower)
+
+
+def window_lp(data: WindowData) -> WindowLP:
+    """The columns and rows of the window problem (module docstring) for ``data``."""
+    n, w = len(data.ids), data.rounds
+    xi = np.arange(n * w).reshape(n, w)
+    pi, ui, zi = n * w + np.arange(n), n * w + n + np.arange(n), n * w + 2 * n
+    vi = zi + 1 + np.arange(n)
+    size = n * w + 3 * n + 1
+    lower = np.r_[np.zeros(n * w), np.zeros(n), np.zeros(n), 0.0, np.full(n, -math.inf)]
+    upper = np.r_[np.ones(n * w), data.epochs - data.done, np.full(n, math.inf), math.inf,
+                  np.zeros(n)]
+    cost = np.zeros(size)  # the window objective times data.objective_scale
+    cost[vi], cost[zi] = data.weights * data.objective_scale, -data.k * data.objective_scale
+    jobs = np.arange(n)
+    blocks = [
+        # capacity: sum_j s_j x[j,t] <= G
+        RowBlock("capacity", csr_from_entries(np.tile(np.arange(w), n), xi.reshape(-1),
+                                              np.repeat(data.scale, w), (w, size)),
+                 None, float(data.gpus)),
+        # work: d_j p_j - L sum_t x[j,t] <= 0
+        RowBlock("work", csr_from_entries(
+            np.r_[jobs, np.repeat(jobs, w)], np.r_[pi, xi.reshape(-1)],
+            np.r_[data.sec_per_epoch, np.full(n * w, -data.round_s)], (n, size)), None, 0.0),
+        # left: u_j + d_j p_j >= Rem_j
+        RowBlock("left", csr_from_entries(np.r_[jobs, jobs], np.r_[ui, pi],
+                                          np.r_[np.ones(n), data.sec_per_epoch], (n, size)),
+                 data.remaining_s, None),
+        # max: z - u_j >= 0
+        RowBlock("max_left", csr_from_entries(np.r_[jobs, jobs], np.r_[np.full(n, zi), ui],
+                                              np.r_[np.ones(n), -np.ones(n)], (n, size)),
+                 0.0, None),
+    ]
+    if data.ftf_cap is not None:
+        fin = np.isfinite(data.ftf_cap)
+        count = int(fin.sum())
+        blocks.append(RowBlock("finish_time", csr_from_entries(
+            np.arange(count), ui[fin], np.ones(count), (count, size)), None, data.ftf_cap[fin]))
+    return WindowLP(x=xi, p=pi, u=ui, z=zi, v=vi, lower=lower, upper=upper, cost=cost,
+                    blocks=blocks)
+
+
+def tangent_rows(data: WindowData, lp: WindowLP, name: str, points: FloatArray) -> RowBlock:
+    """v_j <= log q0 + (q - q0)/q0 at each q0 = points[j, i], q = (e_j + p_j)/E_j:
+    v_j - p_j / (E_j q0) <= log q0 - 1 + e_j / (E_j q0)."""
+    n, per = points.shape
+    q0 = np.maximum(points, _Q_FLOOR).reshape(-1)
+    rows = np.arange(n * per)
+    jobs = np.repeat(np.arange(n), per)
+    matrix = csr_from_entries(np.r_[rows, rows], np.r_[lp.v[jobs], lp.p[jobs]],
+                              np.r_[np.ones(n * per), -1.0 / (data.epochs[jobs] * q0)],
+                              (n * per, lp.size))
+    upper = np.log(q0) - 1.0 + data.done[jobs] / (data.epochs[jobs] * q0)
+    return RowBlock(name, matrix, None, upper)
+
+
+def _start_points(n: int) -> FloatArray:
+    """The convex mode's first tangent points, the same grid for each of n jobs."""
+    return np.array(OA_START_GRID)[None, :].repeat(n, 0)
 
 
 def round_gangs(x: FloatArray, scale: FloatArray, gpus: int) -> FloatArray:
@@ -173,7 +288,8 @@ class NashWelfare(Formulation):
     def __init__(self, mode: NashMode = "integral", *, k: float = 1e-3,
                  predictor: PredictorMode = "shockwave",
                  finish_time_targets: Mapping[str, float] | None = None,
-                 rho_max: float = 1.0, oa_tolerance: float = OA_TOLERANCE) -> None:
+                 rho_max: float = 1.0, oa_tolerance: float = OA_TOLERANCE,
+                 priorities: Mapping[str, float] | None = None) -> None:
         if mode not in ("convex", "integral"):
             raise InputError(f"unknown mode {mode!r} (convex or integral)", field="mode")
         self.mode: NashMode = mode
@@ -182,6 +298,11 @@ class NashWelfare(Formulation):
         self.finish_time_targets = dict(finish_time_targets or {})
         self.rho_max = rho_max
         self.oa_tolerance = oa_tolerance
+        self.priorities = dict(priorities or {})
+        bad = {j: v for j, v in self.priorities.items() if not (math.isfinite(v) and v > 0)}
+        if bad:
+            raise InputError(f"priorities must be finite and > 0, got {bad}",
+                             field="priorities")
 
     # ------------------------------------------------------------------ data
     def validate(self, instance: Instance) -> None:
@@ -217,75 +338,45 @@ class NashWelfare(Formulation):
             budget=np.array([j.weight for j in jobs]),
             sec_per_epoch=np.array([seconds_per_epoch_estimate(j) for j in jobs]),
             remaining_s=np.array([remaining_seconds(j, mode=self.predictor) for j in jobs]),
-            k=self.k, ftf_cap=cap)
+            k=self.k, ftf_cap=cap,
+            priority=(np.array([self.priorities.get(j.id, 1.0) for j in jobs])
+                      if self.priorities else None))
 
     # ------------------------------------------------------------------ model
     def build(self, instance: Instance) -> pyo.ConcreteModel:
         """The window model; convex mode holds v_j under the starting grid's tangents."""
         data = self.window_data(instance)
+        lp = window_lp(data)
         n, w = len(data.ids), data.rounds
         m = pyo.ConcreteModel(name=f"{self.name}:{instance.name}")
         m.window = data
+        m.window_lp = lp
         domain = pyo.Binary if self.mode == "integral" else pyo.Reals
         m.x = pyo.Var(range(n), range(w), domain=domain, bounds=(0, 1))
         m.p = pyo.Var(range(n), bounds=lambda _, j: (0.0, data.epochs[j] - data.done[j]))
         m.u = pyo.Var(range(n), bounds=(0, None))
         m.z = pyo.Var(bounds=(0, None))
         m.v = pyo.Var(range(n), bounds=(None, 0.0))
-        cols = ([m.x[j, t] for j in range(n) for t in range(w)] + [m.p[j] for j in range(n)]
-                + [m.u[j] for j in range(n)] + [m.z] + [m.v[j] for j in range(n)])
-        xi = np.arange(n * w).reshape(n, w)
-        pi, ui, zi = n * w + np.arange(n), n * w + n + np.arange(n), n * w + 2 * n
-        m.columns = cols
-        m.column_index = {"p": pi, "u": ui, "z": zi, "v": zi + 1 + np.arange(n)}
-        size = len(cols)
-        # capacity: sum_j s_j x[j,t] <= G
-        cap = csr_from_entries(np.tile(np.arange(w), n), xi.reshape(-1),
-                               np.repeat(data.scale, w), (w, size))
-        add_rows(m, "capacity", cap, cols, None, float(data.gpus))
-        # work: d_j p_j - L sum_t x[j,t] <= 0
-        rows = np.concatenate([np.arange(n), np.repeat(np.arange(n), w)])
-        vals = np.concatenate([data.sec_per_epoch, np.full(n * w, -data.round_s)])
-        work = csr_from_entries(rows, np.concatenate([pi, xi.reshape(-1)]), vals, (n, size))
-        add_rows(m, "work", work, cols, None, 0.0)
-        # left: u_j + d_j p_j >= Rem_j ; max: z - u_j >= 0
-        left = csr_from_entries(np.r_[np.arange(n), np.arange(n)], np.r_[ui, pi],
-                                np.r_[np.ones(n), data.sec_per_epoch], (n, size))
-        add_rows(m, "left", left, cols, data.remaining_s, None)
-        most = csr_from_entries(np.r_[np.arange(n), np.arange(n)], np.r_[np.full(n, zi), ui],
-                                np.r_[np.ones(n), -np.ones(n)], (n, size))
-        add_rows(m, "max_left", most, cols, 0.0, None)
-        if data.ftf_cap is not None:
-            fin = np.isfinite(data.ftf_cap)
-            ftf = csr_from_entries(np.arange(int(fin.sum())), ui[fin], np.ones(int(fin.sum())),
-                                   (int(fin.sum()), size))
-            add_rows(m, "finish_time", ftf, cols, None, data.ftf_cap[fin])
+        m.columns = ([m.x[j, t] for j in range(n) for t in range(w)]
+                     + [m.p[j] for j in range(n)] + [m.u[j] for j in range(n)] + [m.z]
+                     + [m.v[j] for j in range(n)])
+        m.column_index = {"p": lp.p, "u": lp.u, "z": lp.z, "v": lp.v}
+        for block in lp.blocks:
+            add_rows(m, block.name, block.matrix, m.columns, block.lower, block.upper)
         m.objective = pyo.Objective(
-            expr=linear_expression(np.r_[data.weights, -data.k],
+            expr=linear_expression(lp.cost[np.r_[lp.v, lp.z]],
                                    [m.v[j] for j in range(n)] + [m.z]),
             sense=pyo.maximize)
         if self.mode == "convex":
-            self._add_tangents(m, "log_cut_0", np.array(OA_START_GRID)[None, :].repeat(n, 0))
+            self._add_tangents(m, "log_cut_0", _start_points(n))
         else:
             self._add_pwl_log(m)
         return m
 
     def _add_tangents(self, m: pyo.ConcreteModel, name: str, points: FloatArray) -> None:
-        """v_j <= log q0 + (q - q0)/q0 at each q0 = points[j, i], q = (e_j + p_j)/E_j:
-        v_j - p_j / (E_j q0) <= log q0 - 1 + e_j / (E_j q0)."""
-        data: WindowData = m.window
-        n, per = points.shape
-        q0 = np.maximum(points, _Q_FLOOR)
-        rows = np.arange(n * per)
-        jobs = np.repeat(np.arange(n), per)
-        idx = m.column_index
-        mat = csr_from_entries(np.r_[rows, rows], np.r_[idx["v"][jobs], idx["p"][jobs]],
-                               np.r_[np.ones(n * per),
-                                     -1.0 / (data.epochs[jobs] * q0.reshape(-1))],
-                               (n * per, len(m.columns)))
-        upper = np.log(q0.reshape(-1)) - 1.0 + data.done[jobs] / (data.epochs[jobs]
-                                                                  * q0.reshape(-1))
-        add_rows(m, name, mat, m.columns, None, upper)
+        """The rows of :func:`tangent_rows` on the Pyomo model."""
+        block = tangent_rows(m.window, m.window_lp, name, points)
+        add_rows(m, block.name, block.matrix, m.columns, block.lower, block.upper)
 
     def _add_pwl_log(self, m: pyo.ConcreteModel) -> None:
         """SOS2 rows: v_j = sum_i lambda_i log b_i, sum_i lambda_i b_i = q_j, sum lambda = 1,
@@ -336,51 +427,115 @@ class NashWelfare(Formulation):
 
     # ------------------------------------------------------------------ solve
     def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
-        """Integral: one MIP.  Convex: outer approximation on one persistent LP."""
+        """Integral: one MIP.  Convex: outer approximation on one persistent LP, a matrix
+        model built from :func:`window_lp`'s arrays (the Pyomo model of :meth:`build` when
+        the user added constraints with :meth:`extend`: they live on that model)."""
         opts = (options or SolverOptions()).with_method(self.default_lp_method)  # type: ignore[arg-type]
-        t0 = time.perf_counter()
-        model = self.extend_model(self.build(instance), instance)
-        t1 = time.perf_counter()
         if self.mode == "convex" and opts.solver == "highs":
             opts = replace(opts, extra={**HIGHS_TIGHT, **opts.extra})
-        solver = PersistentSolver(opts)
-        if self.mode == "integral":
-            params = instance.params
-            gap = opts.mip_gap if opts.mip_gap is not None else params.mip_gap
-            mip = replace(opts, mip_gap=DEFAULT_MIP_GAP if gap is None else gap,
-                          time_limit_s=(opts.time_limit_s or params.time_limit_s
-                                        or DEFAULT_TIME_LIMIT_S))
-            result = solver.solve(model, mip)
-            solution = self._extract_integral(model, instance, result)
+        t0 = time.perf_counter()
+        if self.mode == "convex" and not self.extensions:
+            data = self.window_data(instance)
+            lp = window_lp(data)
+            t1 = time.perf_counter()
+            solution = self._solve_convex_matrix(data, lp, instance, opts)
         else:
-            solution = self._solve_convex(model, instance, solver)
+            model = self.extend_model(self.build(instance), instance)
+            t1 = time.perf_counter()
+            solver = PersistentSolver(opts)
+            if self.mode == "integral":
+                params = instance.params
+                gap = opts.mip_gap if opts.mip_gap is not None else params.mip_gap
+                mip = replace(opts, mip_gap=DEFAULT_MIP_GAP if gap is None else gap,
+                              time_limit_s=(opts.time_limit_s or params.time_limit_s
+                                            or DEFAULT_TIME_LIMIT_S))
+                result = solver.solve(model, mip)
+                solution = self._extract_integral(model, instance, result)
+            else:
+                solution = self._solve_convex_pyomo(model, instance, solver)
         t2 = time.perf_counter()
         solution.solver = opts.solver
         solution.timings = Timings(build_s=t1 - t0, solve_s=t2 - t1)
         return solution
 
-    def _solve_convex(self, model: pyo.ConcreteModel, instance: Instance,
-                      solver: PersistentSolver) -> Solution:
+    def _solve_convex_pyomo(self, model: pyo.ConcreteModel, instance: Instance,
+                            solver: PersistentSolver) -> Solution:
+        """The outer approximation on the Pyomo model (user constraints included)."""
         data: WindowData = model.window
         n = len(data.ids)
+        iteration = 0
+
+        def solve_lp() -> tuple[SolveResult, FloatArray, FloatArray]:
+            result = solver.solve(model)
+            if result.status != Status.OPTIMAL:
+                return result, np.zeros(0), np.zeros(0)
+            p = np.array([pyo.value(model.p[j]) for j in range(n)])
+            return result, self._x_values(model, data), p
+
+        def next_cut(q: FloatArray) -> None:
+            nonlocal iteration
+            iteration += 1
+            self._add_tangents(model, f"log_cut_{iteration}", q[:, None])
+
+        return self._outer_approximation(data, instance, solve_lp, next_cut, "pyomo")
+
+    def _solve_convex_matrix(self, data: WindowData, lp: WindowLP, instance: Instance,
+                             opts: SolverOptions) -> Solution:
+        """The outer approximation on a matrix model of the same columns and rows."""
+        model = matrix_model(opts)
+        model.add_columns(lp.lower, lp.upper, lp.cost)
+        model.set_sense("maximize")
+        n, w = len(data.ids), data.rounds
+
+        def add(block: RowBlock) -> None:
+            rows = block.matrix.shape[0]
+            lower = -math.inf if block.lower is None else block.lower
+            upper = math.inf if block.upper is None else block.upper
+            model.add_rows(np.broadcast_to(np.asarray(lower, dtype=float), (rows,)), upper,
+                           starts=block.matrix.indptr, columns=block.matrix.indices,
+                           values=block.matrix.data)
+
+        for block in lp.blocks:
+            add(block)
+        add(tangent_rows(data, lp, "log_cut_0", _start_points(n)))
+        iteration = 0
+
+        def solve_lp() -> tuple[SolveResult, FloatArray, FloatArray]:
+            result = model.solve()
+            if result.status != Status.OPTIMAL:
+                return result, np.zeros(0), np.zeros(0)
+            values = model.values()
+            x = np.clip(values[lp.x.reshape(-1)].reshape(n, w), 0.0, 1.0)
+            return result, x, values[lp.p]
+
+        def next_cut(q: FloatArray) -> None:
+            nonlocal iteration
+            iteration += 1
+            add(tangent_rows(data, lp, f"log_cut_{iteration}", q[:, None]))
+
+        return self._outer_approximation(data, instance, solve_lp, next_cut, "matrix")
+
+    def _outer_approximation(
+            self, data: WindowData, instance: Instance,
+            solve_lp: Callable[[], tuple[SolveResult, FloatArray, FloatArray]],
+            next_cut: Callable[[FloatArray], None], interface: str) -> Solution:
+        """The loop of the module docstring: ``solve_lp`` solves the current LP and returns
+        its result, x and p; ``next_cut(q)`` adds a tangent of log at q_j for every job."""
         lower, upper, iterations = -math.inf, math.inf, 0
         result: SolveResult | None = None
         best_x: FloatArray | None = None
         while iterations < OA_MAX_ITERATIONS:
             iterations += 1
-            result = solver.solve(model)
+            result, x, p = solve_lp()
             if result.status != Status.OPTIMAL or result.objective is None:
                 break
-            upper = min(upper, result.objective)
-            x = self._x_values(model, data)
+            upper = min(upper, result.objective / data.objective_scale)
             value = data.objective(x.sum(axis=1), "convex")
             if value > lower:
                 lower, best_x = value, x
             if upper - lower <= self.oa_tolerance * max(1.0, abs(lower)):
                 break
-            p = np.array([pyo.value(model.p[j]) for j in range(n)])
-            self._add_tangents(model, f"log_cut_{iterations}",
-                               ((data.done + p) / data.epochs)[:, None])
+            next_cut((data.done + p) / data.epochs)
         if best_x is None or result is None:
             message = result.message if result is not None else "no solve"
             status = result.status if result is not None else Status.ERROR
@@ -392,7 +547,7 @@ class NashWelfare(Formulation):
         self._fill(sol, data, best_x, round_gangs(best_x, data.scale, data.gpus))
         sol.objective, sol.bound = lower, upper
         sol.gap = abs(upper - lower) / max(abs(lower), 1e-10)
-        sol.metrics.update(oa_iterations=iterations, oa_gap=upper - lower,
+        sol.metrics.update(oa_iterations=iterations, oa_gap=upper - lower, oa_model=interface,
                            gap_tolerance=self.oa_tolerance * max(1.0, abs(lower))
                            / max(abs(lower), 1e-10))
         if not closed:
@@ -411,7 +566,7 @@ class NashWelfare(Formulation):
         self._fill(sol, data, x, x)
         # the plan's objective (p as large as x allows) is >= the solver's incumbent value
         sol.objective = data.objective(x.sum(axis=1), "integral")
-        sol.bound = result.bound
+        sol.bound = None if result.bound is None else result.bound / data.objective_scale
         if sol.bound is not None:
             sol.gap = abs(sol.bound - sol.objective) / max(abs(sol.objective), 1e-10)
         if result.gap_tolerance is not None:
