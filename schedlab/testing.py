@@ -24,8 +24,9 @@ the checks that ran and those skipped, with the reason (docs/plugins.md).
 8. ``bad_instance``: removing a field from the first job that the formulation needs makes
    it raise :class:`~schedlab.errors.InputError` whose field or message names that field.
 
-**Policies** (:func:`check_policy`), on a small seeded Gavel workload run in the simulator
-(:func:`policy_workload`):
+**Policies** (:func:`check_policy`), on a small seeded workload run in the simulator
+(:func:`policy_workload`: Gavel-style jobs, or Shockwave's dynamic-adaptation jobs for a
+policy whose ``workload_kind`` is ``"shockwave"``):
 
 1. ``valid``: every decision is valid (:func:`decision_problems`: active jobs only, each at
    most once, a type where it can run, whole gangs, no more GPUs of a type than exist);
@@ -63,6 +64,7 @@ from schedlab.solution import Solution, Status, load_solution
 from schedlab.solvers import SolverOptions
 from schedlab.solvers.faults import failing_highs
 from schedlab.workloads.gavel import generate_gavel_instance
+from schedlab.workloads.shockwave import generate_shockwave_instance
 
 #: Relative gap an ``optimal`` status may carry when the solution records no tolerance:
 #: HiGHS' default relative MIP gap.
@@ -71,6 +73,8 @@ DEFAULT_GAP_TOLERANCE = 1e-4
 REL_TOL = 1e-6
 #: The cluster of the policy workload and of the random states: 2 GPUs of each type.
 KIT_CLUSTER = {"v100": 2, "p100": 2, "k80": 2}
+#: The cluster of the Shockwave-kind policy workload: one type, as Shockwave's.
+SHOCKWAVE_KIT_CLUSTER = {"v100": 6}
 
 
 @dataclass
@@ -280,39 +284,53 @@ def _check_bad_instance(kit: _Battery, form: Method, instance: Instance,
 # ------------------------------------------------------------------------------ policies
 
 
-def policy_workload(seed: int = 0) -> Instance:
-    """The policy battery's workload: 12 Gavel-style jobs on the 6 GPUs of
-    :data:`KIT_CLUSTER` (seed ``seed``), all arriving at 0 s so that they contend from the first
-    round, with co-located throughputs for the 1-GPU pairs and two entities (the users of
-    Gandiva-fair, the groups of hierarchical policies)."""
+def policy_workload(seed: int = 0, kind: str = "gavel") -> Instance:
+    """The policy battery's workload for a policy's ``workload_kind``.
+
+    ``gavel``: 12 Gavel-style jobs on the 6 GPUs of :data:`KIT_CLUSTER` (seed ``seed``), all
+    arriving at 0 s so that they contend from the first round, with co-located throughputs for
+    the 1-GPU pairs and two entities (the users of Gandiva-fair, the groups of hierarchical
+    policies).  ``shockwave``: 12 Shockwave dynamic-adaptation jobs on the 6 V100s of
+    :data:`SHOCKWAVE_KIT_CLUSTER`, all arriving at 0 s."""
+    if kind == "shockwave":
+        return generate_shockwave_instance(12, SHOCKWAVE_KIT_CLUSTER, seed=seed, mean_gap_s=None,
+                                           name=f"kit-policies-shockwave-{seed}")
+    if kind != "gavel":
+        raise InputError(f"unknown workload kind {kind!r} (gavel or shockwave)",
+                         field="workload_kind")
     return generate_gavel_instance(12, KIT_CLUSTER, seed=seed, colocation=True, entities=2,
                                    name=f"kit-policies-{seed}")
 
 
-def random_cluster_state(seed: int, *, num_jobs: int = 8) -> ClusterState:
-    """A random, self-consistent ClusterState on :data:`KIT_CLUSTER` (seeded).
+def random_cluster_state(seed: int, *, num_jobs: int = 8, kind: str = "gavel") -> ClusterState:
+    """A random, self-consistent ClusterState (seeded) of the workload ``kind``.
 
-    Jobs come from :func:`policy_workload` (throughputs, gangs, co-location, users); a random
-    subset has finished, the others are active with random progress (steps done, attained
-    GPU-seconds, seconds per type), and a random subset of the active jobs that fits the
-    cluster ran in the previous round (``last_accelerator``, ``last_round_run``)."""
+    Jobs come from :func:`policy_workload`'s generator (throughputs, gangs, co-location,
+    users; Shockwave's batch-size schedules); a random subset has finished, the others are
+    active with random progress (steps or epochs done, attained GPU-seconds, seconds per type),
+    and a random subset of the active jobs that fits the cluster ran in the previous round
+    (``last_accelerator``, ``last_round_run``)."""
     rng = random.Random(seed)
-    instance = generate_gavel_instance(num_jobs, KIT_CLUSTER, seed=seed, jobs_per_hour=4.0,
-                                       colocation=True, entities=2)
+    if kind == "shockwave":
+        instance = generate_shockwave_instance(num_jobs, SHOCKWAVE_KIT_CLUSTER, seed=seed)
+    else:
+        instance = generate_gavel_instance(num_jobs, KIT_CLUSTER, seed=seed, jobs_per_hour=4.0,
+                                           colocation=True, entities=2)
+    counts = {k: p.count for k, p in instance.cluster.accelerators.items()}
     jobs = jobs_from_instance(instance)
     round_s = 360.0
     round_index = rng.randrange(1, 50)
     now = round_index * round_s + max(j.arrival for j in jobs)
-    free = dict(KIT_CLUSTER)
+    free = dict(counts)
     active: list[JobState] = []
     finished: list[JobState] = []
     for js in jobs:
         runnable = [k for k, v in js.throughput.items()
-                    if v > 0 and js.scale_factor <= KIT_CLUSTER[k]]
+                    if v > 0 and js.scale_factor <= counts[k]]
         ran = rng.uniform(0.0, now - js.arrival)
         share = {k: rng.random() for k in runnable}
         total = sum(share.values()) or 1.0
-        js.time_on = {k: ran * share.get(k, 0.0) / total for k in KIT_CLUSTER}
+        js.time_on = {k: ran * share.get(k, 0.0) / total for k in counts}
         js.executed_s = sum(js.time_on.values())
         js.attained_service_s = js.executed_s * js.scale_factor
         js.rounds_run = int(js.executed_s // round_s)
@@ -323,6 +341,8 @@ def random_cluster_state(seed: int, *, num_jobs: int = 8) -> ClusterState:
             finished.append(js)
             continue
         js.steps_done = rng.uniform(0.0, 0.95) * js.total_steps
+        if js.dynamic:  # epochs done, and the throughput of the epoch it is in
+            js.throughput = js.current_throughput()
         fits = [k for k in runnable if free[k] >= js.scale_factor]
         if fits and rng.random() < 0.5:
             k = rng.choice(fits)
@@ -451,7 +471,8 @@ def check_policy(name: str, *, seed: int = 0, max_rounds: int = 30, round_s: flo
     :class:`KitReport` otherwise.
     """
     kit = _Battery("check_policy", name)
-    workload = policy_workload(seed)
+    kind = get_policy(name).workload_kind
+    workload = policy_workload(seed, kind)
     run: dict[str, Any] = {"seed": seed, "max_rounds": max_rounds, "round_s": round_s}
     decisions = _simulated_decisions(kit, get_policy(name), workload, "valid", **run)
     kit.ok("valid")
@@ -469,14 +490,14 @@ def check_policy(name: str, *, seed: int = 0, max_rounds: int = 30, round_s: flo
                        f"failed solves) at {counters}")
     # Reused after a run on another workload whose jobs have the same ids (the simulator
     # calls reset() before each run): anything remembered from it would steer the decisions.
-    _simulated_decisions(kit, again, policy_workload(seed + 1), "reset", **run)
+    _simulated_decisions(kit, again, policy_workload(seed + 1, kind), "reset", **run)
     if _simulated_decisions(kit, again, workload, "reset", **run) != decisions:
         raise kit.fail("reset", "the policy reused after another run decided differently "
                        "from a fresh one: memory of the earlier run survived reset()")
     kit.ok("reset")
 
     for i in range(random_states):
-        state = random_cluster_state(seed * 1000 + i)
+        state = random_cluster_state(seed * 1000 + i, kind=kind)
         first = _decide_checked(kit, get_policy(name).decide, state, "random_states")
         if _decide_checked(kit, get_policy(name).decide, state, "random_states") != first:
             raise kit.fail("random_states", f"two fresh policies decided random state {i} "

@@ -24,6 +24,10 @@ class Policy(ABC):
 
     name: str = ""
     description: str = ""
+    #: the jobs the policy schedules: ``"gavel"`` (any job with throughputs) or
+    #: ``"shockwave"`` (dynamic-adaptation jobs on one type); ``schedlab.testing`` picks its
+    #: workload by it
+    workload_kind: str = "gavel"
 
     def __init__(self) -> None:
         self.solver_time_s = 0.0  # seconds spent in optimization solvers

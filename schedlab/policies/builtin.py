@@ -4,8 +4,9 @@ Three tables, registered by :func:`register_builtin_policies` when the policy re
 used (factories are ``"module:Class"`` strings, so registering imports no policy module):
 
 * :data:`BUILTIN_POLICIES` -- the heuristic policies (FIFO, SRTF, Tiresias, Gandiva, Themis,
-  AlloX, random); a variant is a parameter of one class (``fifo_agnostic`` is
-  :class:`~schedlab.policies.fifo.Fifo` with ``heterogeneity_aware=False``);
+  AlloX, random) and Shockwave's window planner; a variant is a parameter of one class
+  (``fifo_agnostic`` is :class:`~schedlab.policies.fifo.Fifo` with
+  ``heterogeneity_aware=False``);
 * every name of :data:`schedlab.formulations.builtin.GAVEL_FORMULATIONS` -- the optimization
   adapter :class:`~schedlab.policies.gavel.GavelPolicy` with ``formulation=<the name>``,
   except the names of :data:`GAVEL_POLICY_ALIASES`;
@@ -56,6 +57,13 @@ BUILTIN_POLICIES: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
      "Themis finish-time fairness: worst rho first, leases", {}),
     ("allox", "schedlab.policies.allox:AlloX",
      "AlloX: min total completion time matching, non-preemptive", {}),
+    ("shockwave", "schedlab.policies.shockwave:Shockwave",
+     "Shockwave: Nash welfare of epoch progress over a 20-round window (the paper's MILP), "
+     "finish-time targets, re-planned on arrivals, completions and every 8 rounds",
+     {"mode": "integral"}),
+    ("shockwave_convex", "schedlab.policies.shockwave:Shockwave",
+     "Shockwave with the exact log (convex, outer approximation on HiGHS), rounded gangs",
+     {"mode": "convex"}),
 )
 
 #: Gavel formulations whose online policy is a list policy of its own, not the adapter:

@@ -1,0 +1,99 @@
+r"""Turning a window plan into rounds: Shockwave's re-placement step and its idle-GPU fill.
+
+Both act on whole gangs y[j,t] in {0, 1} (job j runs on its s_j GPUs in round t of the
+window), as Shockwave's ``rank_in_schedule_jobs`` and ``construct_schedules`` do.
+
+**Re-placement** (:func:`rerank_rounds`, only after Shockwave's relaxed re-solve): keep each
+job's number of planned rounds n_j = sum_t y[j,t] and move them so that high-priority jobs run
+early -- a MILP over binaries y'
+
+.. math::
+
+    \min \sum_{j: n_j > 0} \frac{\pi_j}{n_j} \sum_{t=0}^{W-1} t\, y'_{jt}
+    \quad\text{s.t.}\quad \sum_t y'_{jt} = n_j,\qquad \sum_j s_j y'_{jt} \le G .
+
+The objective is divided by max_j pi_j / n_j (the same optimum; Shockwave's priorities reach
+rho^100).  The input plan is feasible, so the MILP always has a solution; if the solver still
+returns none, the input plan is kept (as Shockwave's code does).
+
+**Idle-GPU fill** (:func:`fill_idle_gpus`, after every solve): in each round, the jobs the plan
+leaves out are taken by descending predicted remaining seconds Rem_j (ties: job order), each
+when its gang fits in the GPUs still idle, until none is idle.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from schedlab.solution import Status
+from schedlab.solvers import SolveResult, SolverOptions
+from schedlab.solvers.matrix import matrix_model
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def rerank_rounds(gangs: FloatArray, scale: FloatArray, gpus: int, priority: FloatArray,
+                  options: SolverOptions | None = None) -> tuple[FloatArray, SolveResult]:
+    """Shockwave's re-placement MILP (module docstring).
+
+    Args:
+        gangs: y[j,t] in {0, 1}, shape (J, W), within capacity.
+        scale: s_j, GPUs per gang.
+        gpus: G.
+        priority: pi_j > 0.
+        options: solver options (time limit, MIP gap).
+
+    Returns:
+        (the re-placed y', the solve's result); y' is ``gangs`` itself when the solve found no
+        solution.
+    """
+    y = np.asarray(gangs, dtype=float)
+    n_jobs, n_rounds = y.shape
+    if n_jobs == 0 or n_rounds == 0:
+        return y, SolveResult(Status.OPTIMAL, 0.0, 0.0, 0.0, 0.0, "nothing to place")
+    counts = np.round(y.sum(axis=1))
+    t = np.arange(n_rounds, dtype=float)
+    per_job = np.divide(priority, counts, out=np.zeros(n_jobs), where=counts > 0)
+    cost = (per_job[:, None] * t[None, :]).reshape(-1)
+    top = float(cost.max()) if cost.size else 0.0
+    if top > 0:
+        cost = cost / top
+    model = matrix_model(options)
+    model.add_columns(np.zeros(n_jobs * n_rounds), np.ones(n_jobs * n_rounds), cost,
+                      integer=True)
+    cols = np.arange(n_jobs * n_rounds, dtype=np.int64)
+    # sum_t y'[j,t] = n_j: row j holds columns j*W .. j*W + W - 1
+    model.add_rows(counts, counts, starts=np.arange(0, n_jobs * n_rounds + 1, n_rounds),
+                   columns=cols, values=np.ones(n_jobs * n_rounds))
+    # sum_j s_j y'[j,t] <= G: row t holds columns j*W + t
+    by_round = cols.reshape(n_jobs, n_rounds).T.reshape(-1)
+    gang = np.repeat(np.asarray(scale, dtype=float), n_rounds).reshape(n_jobs, n_rounds)
+    model.add_rows(np.full(n_rounds, -np.inf), np.full(n_rounds, float(gpus)),
+                   starts=np.arange(0, n_jobs * n_rounds + 1, n_jobs), columns=by_round,
+                   values=gang.T.reshape(-1))
+    result = model.solve()
+    if not result.status.has_solution:
+        return y, result
+    placed = np.where(model.values() > 0.5, 1.0, 0.0)
+    return placed.reshape(n_jobs, n_rounds), result
+
+
+def fill_idle_gpus(gangs: FloatArray, scale: FloatArray, gpus: int,
+                   remaining_s: FloatArray) -> FloatArray:
+    """y with each round's idle GPUs filled (module docstring): left-out jobs by descending
+    Rem_j (stable), each taken when s_j fits in the idle GPUs."""
+    y = np.array(gangs, dtype=float)
+    order = np.argsort(-np.asarray(remaining_s, dtype=float), kind="stable")
+    for t in range(y.shape[1]):
+        idle = gpus - float(scale @ y[:, t])
+        for j in order:
+            if idle <= 0:
+                break
+            if y[j, t] < 0.5 and scale[j] <= idle:
+                y[j, t] = 1.0
+                idle -= scale[j]
+    return y
+
+
+__all__ = ["fill_idle_gpus", "rerank_rounds"]

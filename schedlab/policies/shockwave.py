@@ -1,0 +1,325 @@
+r"""Shockwave (Zheng et al., NSDI'23) as an online policy: plan a window, follow the plan.
+
+Shockwave's scheduler (``scheduler/shockwave.py`` and the Shockwave parts of
+``scheduler/scheduler.py`` in github.com/uw-mad-dash/shockwave) re-plans W future rounds
+(``window_rounds``, 20) of its window problem (:class:`~schedlab.formulations.shockwave.nash.
+NashWelfare`) and runs the plan round by round.  This policy does the same, step for step:
+
+**When it re-plans** (``round_schedule`` / ``_update_shockwave_scheduler``): on a round where
+a job arrived, where a job completed, or where ``reopt_rounds`` (8, ``REOPT_ROUNDS``) rounds
+have passed since the last completion-or-8-rounds re-plan; also when the plan has no entry
+for the round.  Between re-plans it returns the plan's round as it stands.
+
+**Finish-time targets** (``finish_time_uniform_share``, ``finish_time_momentumed_average``):
+whenever the job set changed since the last re-plan (an arrival or a completion; the
+8-round re-plans record nothing), every job's finish time under an equal share is recorded,
+
+.. math::
+
+    F_j = t^{submit}_j + \bigl(\textstyle\sum_{e < e_j} t_e + Rem_j\bigr) / \varphi,
+    \qquad \varphi = \min(1, G/J),
+
+with t^submit the round start at which the policy first saw the job, t_e the profiled seconds
+of epoch e (whole seconds, as the code's profile), Rem_j the predictor's remaining seconds and
+J the active jobs.  The target is FT_j = 0.9 avg + 0.1 F_last, where avg weights each recorded
+value by the rounds it was in force (the last one up to the current round).
+
+**The solve.**  The window problem with its finish-time rows (now + L W + u_j / phi <=
+rho_max FT_j; ``now`` is the simulated clock, which is the code's L r when every round lasts
+L).  When it is infeasible, the rows are dropped, each job's log term is multiplied by
+priority_j = rho_j^lambda if rho_j > rho_max (rho_j^100 when Rem_j < L), else 1, with
+rho_j = (now + Rem_j / phi) / FT_j (``relax_finish_time_constraints``), the problem is solved
+again, and the rounds are re-placed by :func:`~schedlab.formulations.shockwave.rounds.
+rerank_rounds` (``rank_in_schedule_jobs``).  Finally every round's idle GPUs are filled by
+:func:`~schedlab.formulations.shockwave.rounds.fill_idle_gpus` (``construct_schedules``).
+
+``mode="integral"`` is the paper's MILP (piecewise-linear log, 0/1 rounds);
+``mode="convex"`` our exact variant (exact log by outer approximation, rounded gangs; the
+re-placement then acts on the rounded gangs).
+
+**Honest fallbacks.**  A solve that ends with no plan for another reason than infeasibility
+(an error, a time limit without incumbent) counts in ``failed_solves``, is logged, and the
+round plan is the idle-GPU fill alone (Shockwave's code would stop there).  A failed
+re-placement keeps the relaxed plan, as the code does.
+
+**What it reads.**  Each job's epochs done (whole epochs of ``steps_done``), scale factor,
+weight (the budget B_j) and its ``batch_schedule`` and ``regimes`` -- the full schedule, which
+Shockwave's predictor reads (its peeks, docs/formulations/shockwave.md; ``predictor=
+"non_peeking"`` avoids them).  One accelerator type, as Shockwave's cluster.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from schedlab.errors import InputError
+from schedlab.formulations.shockwave.nash import NashMode, NashWelfare, WindowData
+from schedlab.formulations.shockwave.predictor import (
+    PredictorMode,
+    epoch_profile,
+    remaining_seconds,
+)
+from schedlab.formulations.shockwave.rounds import fill_idle_gpus, rerank_rounds
+from schedlab.instance import AcceleratorPool, Cluster, Instance, Job, Params
+from schedlab.policies.base import Policy
+from schedlab.policies.state import Assignment, ClusterState, JobState
+from schedlab.solution import Solution, Status
+from schedlab.solvers import SolverOptions
+
+log = logging.getLogger(__name__)
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Shockwave's defaults: W future rounds, re-plan every 8 rounds, k per second, lambda, rho_max.
+WINDOW_ROUNDS = 20
+REOPT_ROUNDS = 8
+MOMENTUM = 0.9
+#: Exponent of the priority of a job that is about to finish (Rem_j < L) (``priority_M``).
+NEAR_FINISH_POWER = 100.0
+#: A priority that would overflow a float is held here instead.
+PRIORITY_CAP = 1e300
+
+
+def momentum_finish_time(series: Sequence[tuple[int, float]], round_index: int,
+                         momentum: float = MOMENTUM) -> float:
+    """Shockwave's ``finish_time_momentumed_average``: each recorded (round, value) weighs the
+    rounds until the next record (the last until ``round_index``); the result is
+    momentum x that average + (1 - momentum) x the latest value.  All weights 0 (one record
+    made this round): the average is that record."""
+    if not series:
+        raise ValueError("no finish time recorded")
+    rounds = np.array([r for r, _ in series] + [round_index], dtype=float)
+    values = np.array([v for _, v in series], dtype=float)
+    spans = np.diff(rounds)
+    if spans.max() <= 0:
+        average = float(values[-1]) if len(values) == 1 else float(values.mean())
+    else:
+        average = float(spans @ values / spans.sum())
+    return momentum * average + (1.0 - momentum) * float(values[-1])
+
+
+def relaxed_priorities(now: float, remaining_s: FloatArray, targets: FloatArray, phi: float,
+                       round_s: float, rho_max: float, lam: float) -> FloatArray:
+    """priority_j = rho_j^lambda when rho_j > rho_max (rho_j^100 when Rem_j < L), else 1, with
+    rho_j = (now + Rem_j / phi) / FT_j (``relax_finish_time_constraints``); capped at
+    :data:`PRIORITY_CAP` where the power would overflow."""
+    rho = (now + remaining_s / phi) / targets
+    power = np.where(remaining_s < round_s, NEAR_FINISH_POWER, lam)
+    with np.errstate(over="ignore"):
+        raised = np.power(rho, power)
+    raised = np.minimum(np.where(np.isfinite(raised), raised, PRIORITY_CAP), PRIORITY_CAP)
+    return np.where(rho > rho_max, raised, 1.0)
+
+
+class Shockwave(Policy):
+    """Shockwave's online scheduler (module docstring).
+
+    Args:
+        mode: ``integral`` (the paper's MILP) or ``convex`` (exact log, rounded).
+        k: weight of the longest predicted remaining time, per second (1e-3).
+        rho_max: finish-time-fairness threshold of the rows and the priorities (1).
+        lam: the priorities' exponent lambda (12).
+        window_rounds: W (20).
+        reopt_rounds: re-plan at least every this many rounds (8).
+        predictor: ``shockwave`` (the code's, with its peeks), ``non_peeking`` or ``oracle``.
+        finish_time_rows: False drops the finish-time rows (plain Nash welfare).
+        options: solver options (HiGHS by default; the integral mode's MIP gap 1e-3 and time
+            limit 15 s unless set here).
+    """
+
+    name = "shockwave"
+    description = "Shockwave: Nash welfare of progress over a 20-round window, re-planned"
+    workload_kind = "shockwave"
+
+    def __init__(self, mode: NashMode = "integral", *, k: float = 1e-3, rho_max: float = 1.0,
+                 lam: float = 12.0, window_rounds: int = WINDOW_ROUNDS,
+                 reopt_rounds: int = REOPT_ROUNDS, predictor: PredictorMode = "shockwave",
+                 finish_time_rows: bool = True, options: SolverOptions | None = None) -> None:
+        super().__init__()
+        if mode not in ("integral", "convex"):
+            raise InputError(f"unknown mode {mode!r} (integral or convex)", field="mode")
+        for field, value in (("window_rounds", window_rounds), ("reopt_rounds", reopt_rounds)):
+            if not (isinstance(value, int) and value >= 1):
+                raise InputError(f"must be an integer >= 1, got {value!r}", field=field)
+        if not (math.isfinite(k) and k >= 0):
+            raise InputError(f"must be >= 0, got {k!r}", field="k")
+        if not (math.isfinite(rho_max) and rho_max > 0):
+            raise InputError(f"must be > 0, got {rho_max!r}", field="rho_max")
+        self.mode: NashMode = mode
+        self.k = k
+        self.rho_max = rho_max
+        self.lam = lam
+        self.window_rounds = window_rounds
+        self.reopt_rounds = reopt_rounds
+        self.predictor: PredictorMode = predictor
+        self.finish_time_rows = finish_time_rows
+        self.options = options
+        if mode == "convex":
+            self.name = "shockwave_convex"
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the plan, the targets and the jobs seen."""
+        super().reset()
+        self._jobs: dict[str, Job] = {}  # the job as the formulation reads it (epochs_done 0)
+        self._submit: dict[str, float] = {}  # s, the round start at which a job was first seen
+        self._series: dict[str, list[tuple[int, float]]] = {}
+        self._plan: dict[int, list[str]] = {}
+        self._resolve = True
+        self._reestimate = True
+        self._since_reopt = 0
+        self._last_round: int | None = None
+        self.relaxed_solves = 0  # re-plans whose finish-time rows were infeasible
+        self.statuses: list[Status] = []  # every window solve's status, in order
+
+    # ------------------------------------------------------------------ decide
+    def decide(self, state: ClusterState) -> list[Assignment]:
+        """The plan's gangs for this round, re-planning first when due."""
+        self.decisions += 1
+        acc, gpus = self._pool(state)
+        r = state.round_index
+        active_ids = [js.id for js in state.active]
+        arrived = [js for js in state.active if js.id not in self._jobs]
+        completed = set(self._jobs) - set(active_ids)
+        if self._last_round is not None and r != self._last_round:
+            self._since_reopt += 1
+        self._last_round = r
+        for js in arrived:
+            self._jobs[js.id] = self._job(js)
+            self._submit[js.id] = state.now
+        for job_id in completed:
+            del self._jobs[job_id]
+            self._series.pop(job_id, None)
+        if completed or self._since_reopt >= self.reopt_rounds:
+            self._resolve = True
+            self._since_reopt = 0
+        if arrived:
+            self._resolve = True
+        if arrived or completed:
+            self._reestimate = True
+        if self._resolve or r not in self._plan:
+            self._replan(state, acc, gpus)
+        running = set(active_ids)
+        return [Assignment(job_id, acc) for job_id in self._plan.get(r, []) if job_id in running]
+
+    @staticmethod
+    def _pool(state: ClusterState) -> tuple[str, int]:
+        pools = [(k, p.count) for k, p in state.cluster.accelerators.items() if p.count > 0]
+        if len(pools) != 1:
+            raise InputError("Shockwave schedules one accelerator type; the cluster has "
+                             f"{dict(pools)}", field="cluster.accelerators")
+        return pools[0]
+
+    @staticmethod
+    def _job(js: JobState) -> Job:
+        if js.batch_schedule is None or js.regimes is None:
+            raise InputError(f"job {js.id}: Shockwave needs epochs, batch_schedule and regimes "
+                             "(a dynamic-adaptation job)", field="jobs")
+        return Job(id=js.id, epochs=len(js.batch_schedule), weight=js.weight,
+                   scale_factor=js.scale_factor, batch_schedule=list(js.batch_schedule),
+                   regimes={str(b): t for b, t in js.regimes.items()})
+
+    # ------------------------------------------------------------------ planning
+    def _window(self, state: ClusterState, acc: str, gpus: int) -> Instance:
+        jobs = [self._jobs[js.id].model_copy(update={"epochs_done": js.epochs_done})
+                for js in state.active]
+        return Instance(name=f"shockwave-round-{state.round_index}",
+                        cluster=Cluster(accelerators={acc: AcceleratorPool(count=gpus)}),
+                        jobs=jobs,
+                        params=Params(round_s=state.round_s, window_rounds=self.window_rounds,
+                                      now_s=state.now))
+
+    def _record_targets(self, window: Instance, round_index: int, gpus: int) -> None:
+        """Append every job's equal-share finish time to its series (module docstring)."""
+        phi = min(1.0, gpus / max(1, len(window.jobs)))
+        for job in window.jobs:
+            profile = epoch_profile(job)
+            done = float(profile.seconds[: job.epochs_done].sum())
+            rem = remaining_seconds(job, mode=self.predictor)
+            value = self._submit[job.id] + (done + rem) / phi
+            self._series.setdefault(job.id, []).append((round_index, value))
+
+    def _solve(self, formulation: NashWelfare, window: Instance) -> Solution:
+        t0 = time.perf_counter()
+        try:
+            return formulation.solve(window, self.options)
+        finally:
+            self.solver_time_s += time.perf_counter() - t0
+            self.solves += 1
+
+    def _replan(self, state: ClusterState, acc: str, gpus: int) -> None:
+        window = self._window(state, acc, gpus)
+        r = state.round_index
+        targets: dict[str, float] = {}
+        if self.finish_time_rows:
+            if self._reestimate:
+                self._record_targets(window, r, gpus)
+                self._reestimate = False
+            targets = {j.id: momentum_finish_time(self._series[j.id], r) for j in window.jobs}
+        first = NashWelfare(self.mode, k=self.k, predictor=self.predictor,
+                            finish_time_targets=targets or None, rho_max=self.rho_max)
+        solution = self._solve(first, window)
+        self.statuses.append(solution.status)
+        data = first.window_data(window)
+        n, w = len(data.ids), data.rounds
+        gangs = np.zeros((n, w))
+        if solution.status.has_solution:
+            gangs = self._gangs(solution, data)
+        elif solution.status is Status.INFEASIBLE and targets:
+            gangs = self._relaxed(window, data, targets, state)
+        else:
+            self.failed_solves += 1
+            log.warning("shockwave round %d: the window solve ended %s (%s); the round plan "
+                        "is the idle-GPU fill alone", r, solution.status.value,
+                        "; ".join(solution.diagnostics) or "no diagnostics")
+        filled = fill_idle_gpus(gangs, data.scale, gpus, data.remaining_s)
+        self._plan = {r + t: [data.ids[j] for j in range(n) if filled[j, t] > 0.5]
+                      for t in range(w)}
+        self._resolve = False
+
+    def _relaxed(self, window: Instance, data: WindowData, targets: dict[str, float],
+                 state: ClusterState) -> FloatArray:
+        """Drop the finish-time rows, re-solve with priorities, re-place (module docstring)."""
+        self.relaxed_solves += 1
+        phi = min(1.0, data.gpus / max(1, len(data.ids)))
+        target = np.array([targets[j] for j in data.ids])
+        priority = relaxed_priorities(state.now, data.remaining_s, target, phi, data.round_s,
+                                      self.rho_max, self.lam)
+        second = NashWelfare(self.mode, k=self.k, predictor=self.predictor,
+                             priorities=dict(zip(data.ids, priority.tolist(), strict=True)))
+        solution = self._solve(second, window)
+        self.statuses.append(solution.status)
+        if not solution.status.has_solution:
+            self.failed_solves += 1
+            log.warning("shockwave round %d: the relaxed re-solve ended %s; the round plan is "
+                        "the idle-GPU fill alone", state.round_index, solution.status.value)
+            return np.zeros((len(data.ids), data.rounds))
+        gangs = self._gangs(solution, data)
+        t0 = time.perf_counter()
+        placed, result = rerank_rounds(gangs, data.scale, data.gpus, priority, self.options)
+        self.solver_time_s += time.perf_counter() - t0
+        self.solves += 1
+        self.statuses.append(result.status)
+        if not result.status.has_solution:
+            self.failed_solves += 1
+            log.warning("shockwave round %d: re-placement ended %s; keeping the relaxed plan",
+                        state.round_index, result.status.value)
+        return placed
+
+    @staticmethod
+    def _gangs(solution: Solution, data: WindowData) -> FloatArray:
+        """y[j,t] from the solution's whole-gang rounds."""
+        index = {job_id: j for j, job_id in enumerate(data.ids)}
+        y = np.zeros((len(data.ids), data.rounds))
+        for t, placements in enumerate(solution.rounds or []):
+            for p in placements:
+                y[index[p.job], t] = 1.0
+        return y
+
+__all__ = ["Shockwave", "momentum_finish_time", "relaxed_priorities"]
