@@ -4,7 +4,8 @@ Windows of 2-5 static jobs (one batch size, t whole seconds per epoch) on 1-4 V1
 rounds of L = 120 s.  For such a job every input of the window is known by hand: the profile
 is read in whole seconds, so d_j = t; the oracle predictor gives Rem_j = (E_j - e_j) t and
 Shockwave's gives (E_j - e_j - 1) t (one regime: the posterior rebased to E_j, less the
-e_j + 1 epochs it counts, is E_j - e_j - 1 epochs of t seconds, inflated by 1).
+e_j + 1 epochs it counts, is E_j - e_j - 1 epochs of t seconds; its inflation factor
+(E - e) / max(int(E - e - 1 + 1), E - e) is 1).
 
 **How close p must be.**  The convex mode stops with a plan whose exact objective f is
 within UB - LB (``metrics["oa_gap"]``) of the optimum f*.  The objective is concave in p and
