@@ -242,6 +242,7 @@ class Instance(_Strict):
                     f"jobs[{i}].steps_done",
                     f"steps_done {job.steps_done} exceeds total_steps {job.total_steps}",
                 )
+            _check_epochs(i, job)
         for i, job in enumerate(self.jobs):
             for other, by_acc in (job.colocated_throughput or {}).items():
                 where = f"jobs[{i}].colocated_throughput.{other}"
@@ -317,6 +318,36 @@ class _FieldError(ValueError):
         super().__init__(reason)
         self.path = path
         self.reason = reason
+
+
+def _check_epochs(i: int, job: Job) -> None:
+    """A Shockwave job's epoch fields agree: epochs_done <= epochs, one batch size per epoch
+    in batch_schedule, regimes keyed by positive integer batch sizes (at least one) that
+    cover every batch size of the schedule."""
+    where = f"jobs[{i}]"
+    if job.epochs is not None and job.epochs_done > job.epochs:
+        raise _FieldError(f"{where}.epochs_done",
+                          f"epochs_done {job.epochs_done} exceeds epochs {job.epochs}")
+    if job.batch_schedule is not None and job.epochs is not None \
+            and len(job.batch_schedule) != job.epochs:
+        raise _FieldError(f"{where}.batch_schedule",
+                          f"has {len(job.batch_schedule)} entries for {job.epochs} epochs "
+                          "(one batch size per epoch)")
+    if job.regimes is None:
+        return
+    if not job.regimes:
+        raise _FieldError(f"{where}.regimes",
+                          "is empty: list the seconds per epoch of each batch size")
+    for key in job.regimes:
+        if not (key.isascii() and key.isdigit() and int(key) > 0):
+            raise _FieldError(f"{where}.regimes.{key}",
+                              f"keys must be batch sizes (positive integers), got {key!r}")
+    sizes = {int(key) for key in job.regimes}
+    for e, size in enumerate(job.batch_schedule or []):
+        if size not in sizes:
+            raise _FieldError(f"{where}.batch_schedule[{e}]",
+                              f"batch size {size} has no entry in regimes (regimes lists "
+                              f"{sorted(sizes)})")
 
 
 # ---------------------------------------------------------------------- reading
