@@ -197,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seconds to resume a checkpointed job, written into every "
                         "realized instance (default: 60)")
     saturn.set_defaults(handler=_cmd_tables_saturn)
+    _add_shockwave_table(which, common)
 
     schema = sub.add_parser("schema", parents=[common], help="print a JSON Schema",
                             description="Print the JSON Schema of a file format.")
@@ -570,6 +571,70 @@ def _cmd_tables_saturn(args: argparse.Namespace) -> int:
         rows = st.saturn_table(instances, settings, on_step=step)
     _console().print(st.render(rows, settings))
     return EXIT_FAILURE if any("violation" in row.note for row in rows) else EXIT_OK
+
+
+def _add_shockwave_table(which: Any, common: argparse.ArgumentParser) -> None:
+    """``tables shockwave``: policies on Shockwave's 120-job trace (docs/reproduction.md)."""
+    import os
+
+    shockwave = which.add_parser(
+        "shockwave", parents=[common],
+        help="Shockwave: makespan, JCT and fairness of policies on its 120-job trace",
+        description="Simulate Shockwave's 120-job trace on 32 V100s (120 s rounds) under "
+        "Shockwave, OSSP, Themis, Gavel, AlloX, MST and Gandiva-fair for several seeds; "
+        "write shockwave.md, shockwave.csv and shockwave.png to --out. Finished simulations "
+        "are kept in OUT/cells/ and reused by a re-run. See docs/reproduction.md.")
+    shockwave.add_argument("--out", required=True, metavar="DIR",
+                           help="output folder (created if missing)")
+    shockwave.add_argument("--quick", action="store_true",
+                           help="a small table: 12 jobs on 4 GPUs, 1 seed, 4 policies")
+    shockwave.add_argument("--seeds", type=_positive_int, metavar="N",
+                           help="seeds FIRST..FIRST+N-1 (default: 3; --quick: 1)")
+    shockwave.add_argument("--first-seed", type=_nonnegative_int, default=25, metavar="S",
+                           help="first seed (default: 25, Shockwave's published trace)")
+    shockwave.add_argument("--policies", type=_name_list, metavar="A,B,...",
+                           help="registered policy names, in row order (default: the table's "
+                           "eight; --quick: shockwave, gavel.finish_time_fairness, "
+                           "gavel.max_min_fairness, allox)")
+    shockwave.add_argument("--workers", type=_positive_int, metavar="W",
+                           default=min(2, os.cpu_count() or 1),
+                           help="simulations in parallel, in local processes (default: "
+                           "%(default)s)")
+    shockwave.set_defaults(handler=_cmd_tables_shockwave)
+
+
+def _cmd_tables_shockwave(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from schedlab.analysis.tables import shockwave as sw
+
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise InputError("is a file; --out needs a folder", file=str(out), field="--out")
+    settings = sw.quick_settings() if args.quick else sw.TableSettings()
+    count = args.seeds or len(settings.seeds)
+    settings = replace(settings, seeds=tuple(range(args.first_seed, args.first_seed + count)),
+                       workers=args.workers)
+    if args.policies:
+        settings = replace(settings, policies=sw.select_policies(args.policies))
+    stderr = Console(stderr=True)
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=stderr,
+                        disable=args.quiet or not stderr.is_terminal, transient=True)
+    with progress:
+        task = progress.add_task("shockwave table", total=sw.cells_count(settings))
+
+        def step(done: str) -> None:
+            progress.update(task, advance=1, description=done)
+
+        table = sw.shockwave_table(settings, out, on_cell=step)
+    written = sw.write_outputs(table, out)
+    if not args.quiet:
+        sys.stdout.write(sw.render_markdown(table))
+    _console().print("wrote " + ", ".join(str(p) for p in written), markup=False)
+    return EXIT_OK
 
 
 # ------------------------------------------------------------------- simulate, compare
