@@ -135,3 +135,17 @@ def test_registered_variants_finish_a_trace(name: str) -> None:
     assert res.complete and res.failed_solves == 0
     assert isinstance(policy, Shockwave)
     assert policy.mode == ("convex" if name.endswith("convex") else "integral")
+
+
+def test_rounding_gives_a_finishing_job_its_last_round() -> None:
+    from schedlab.formulations.shockwave.nash import round_gangs
+
+    # job 0 needs 0.3 of a round to finish, job 1 1.6 rounds (not finishing); 1 GPU, 3 rounds:
+    # job 0 is owed ceil(0.3) = 1 round, job 1 1.6 -> it runs first (urgency 1.6/3 > 1/3),
+    # then job 0 (1/2 > 0.6/2), then job 1 owes 0.6 >= 1/2 and runs again
+    x = np.array([[0.3, 0.0, 0.0], [0.6, 0.5, 0.5]])
+    y = round_gangs(x, np.array([1.0, 1.0]), 1, np.array([True, False]))
+    assert y.tolist() == [[0, 1, 0], [1, 0, 1]]
+    # without the finishing flag, 0.3 of a round is never owed half a round: no round at all
+    y = round_gangs(x, np.array([1.0, 1.0]), 1)
+    assert y[0].sum() == 0

@@ -256,24 +256,34 @@ def _start_points(n: int) -> FloatArray:
     return np.array(OA_START_GRID)[None, :].repeat(n, 0)
 
 
-def round_gangs(x: FloatArray, scale: FloatArray, gpus: int) -> FloatArray:
+def round_gangs(x: FloatArray, scale: FloatArray, gpus: int,
+                finishing: npt.NDArray[np.bool_] | None = None) -> FloatArray:
     """Whole gangs y[j,t] in {0, 1} from shares x[j,t], never above G GPUs in a round.
 
-    Rule: rounds in order; job j's score in round t is x[j,t] plus its carry (sum of x - y
-    over the earlier rounds); jobs with score >= 1/2 are placed by descending score (ties: job
-    order) while their gang fits in the GPUs left.  The carry keeps each job's rounds close to
-    sum_t x[j,t]."""
+    The window problem depends on x only through n_j = sum_t x[j,t] (and the capacity of each
+    round), so the rule reads n_j alone.  A job the plan finishes (``finishing[j]``: p_j =
+    E_j - e_j) is owed ceil(n_j) whole rounds -- otherwise a job with less than half a round
+    left would never get one -- and any other job n_j rounds.  Rounds in order; in round t,
+    job j still owes o_j = target_j - sum_{t' < t} y[j,t']; jobs owing at least 1/2 a round are
+    placed by descending urgency o_j / (W - t) (ties: job order) while their gang fits in the
+    GPUs left.  Each job's whole rounds stay close to its target, and the jobs that need the
+    largest share of what is left of the window run first (the LP's x, which is not unique,
+    would otherwise decide which jobs hold the first round -- the only one an online policy
+    runs before it may re-plan)."""
     n, w = x.shape
+    need = x.sum(axis=1)
+    if finishing is not None:
+        need = np.where(finishing & (need > 1e-9), np.ceil(need - 1e-9), need)
     y = np.zeros_like(x)
-    carry = np.zeros(n)
+    given = np.zeros(n)
     for t in range(w):
-        score = x[:, t] + carry
+        owed = need - given
         free = float(gpus)
-        for j in np.argsort(-score, kind="stable"):
-            if score[j] >= 0.5 and scale[j] <= free + 1e-9:
+        for j in np.argsort(-owed / (w - t), kind="stable"):
+            if owed[j] >= 0.5 and scale[j] <= free + 1e-9:
                 y[j, t] = 1.0
                 free -= scale[j]
-        carry += x[:, t] - y[:, t]
+        given += y[:, t]
     return y
 
 
@@ -311,11 +321,16 @@ class NashWelfare(Formulation):
             raise InputError("the Shockwave window problem needs exactly one accelerator type",
                              field="cluster.accelerators")
         for i, job in enumerate(instance.jobs):
-            if job.epochs is None or job.batch_schedule is None or job.regimes is None:
-                raise InputError(f"job {job.id}: epochs, batch_schedule and regimes are "
-                                 "required", field=f"jobs[{i}]")
+            # the Instance checks that present fields agree (epochs_done <= epochs, one batch
+            # size per epoch, every one of them in a non-empty regimes)
+            for name in ("epochs", "batch_schedule", "regimes"):
+                if getattr(job, name) is None:
+                    raise InputError(f"job {job.id!r} has no {name}: the Shockwave window "
+                                     "problem needs epochs, batch_schedule and regimes",
+                                     field=f"jobs[{i}].{name}")
         if instance.params.window_rounds is None:
-            raise InputError("params.window_rounds (W) is required", field="params")
+            raise InputError("is required (the window W, in rounds)",
+                             field="params.window_rounds")
 
     def window_data(self, instance: Instance) -> WindowData:
         """E, e, s, B, d, Rem and the finish-time caps of every job."""
@@ -544,7 +559,9 @@ class NashWelfare(Formulation):
             return sol
         closed = upper - lower <= self.oa_tolerance * max(1.0, abs(lower))
         sol = self._blank(instance, Status.OPTIMAL if closed else Status.FEASIBLE)
-        self._fill(sol, data, best_x, round_gangs(best_x, data.scale, data.gpus))
+        planned = data.planned_epochs(best_x.sum(axis=1))
+        finishing = planned >= (data.epochs - data.done) * (1 - 1e-6)
+        self._fill(sol, data, best_x, round_gangs(best_x, data.scale, data.gpus, finishing))
         sol.objective, sol.bound = lower, upper
         sol.gap = abs(upper - lower) / max(abs(lower), 1e-10)
         sol.metrics.update(oa_iterations=iterations, oa_gap=upper - lower, oa_model=interface,
