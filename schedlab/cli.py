@@ -297,17 +297,24 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     load_s = time.perf_counter() - t0
     log.info("loaded %s: %d jobs in %.3f s", args.file, len(instance.jobs), load_s)
 
-    solution = solve(
-        instance,
-        args.formulation,
-        solver=args.solver,
-        time_limit=args.time_limit,
-        mip_gap=args.mip_gap,
-        threads=args.threads,
-        lp_method=args.lp_method,
-        verbose=args.verbose,
-        num_rounds=args.rounds,
-    )
+    try:
+        solution = solve(
+            instance,
+            args.formulation,
+            solver=args.solver,
+            time_limit=args.time_limit,
+            mip_gap=args.mip_gap,
+            threads=args.threads,
+            lp_method=args.lp_method,
+            verbose=args.verbose,
+            num_rounds=args.rounds,
+        )
+    except InputError as exc:
+        # a formulation refusing the instance names a field of it (jobs[3].regimes), not
+        # the file: say which file
+        if exc.file is None and exc.field and not exc.field.startswith("-"):
+            raise InputError(exc.reason, file=args.file, field=exc.field) from None
+        raise
 
     if out is not None:
         try:
