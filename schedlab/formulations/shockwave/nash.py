@@ -23,11 +23,13 @@ Rows: sum_j s_j x[j,t] <= G (each round); d_j p_j <= L sum_t x[j,t] (each job). 
   q_j are added until UB - LB <= 1e-7 max(1, |LB|), with UB the LP's optimum (the cuts
   over-estimate the concave log, so UB bounds the convex problem) and LB the exact objective
   of the LP's x.  ``optimal`` only when that gap closed.  The LP is one persistent matrix
-  model (:func:`~schedlab.solvers.matrix_model`, HiGHS by default) built from the arrays of
-  :func:`window_lp`, cuts added as rows and re-solved from the previous basis; when the user
-  added constraints (:meth:`~schedlab.formulations.base.Formulation.extend`), the loop runs
-  on the Pyomo model of :meth:`NashWelfare.build` instead (the same columns and rows, made
-  from the same arrays, plus the user's).
+  model (:func:`~schedlab.solvers.matrix_model`, HiGHS by default, presolve off) built from
+  the arrays of :func:`window_lp` with the rounds as one (a share a_j per job, x[j,t] = a_j:
+  the same convex program, since only sum_t x[j,t] enters the objective and the W capacity
+  rows sum to one), cuts added as rows and re-solved from the previous basis.  When the user
+  added constraints (:meth:`~schedlab.formulations.base.Formulation.extend`), which may name
+  x[j,t], the loop runs on the per-round Pyomo model of :meth:`NashWelfare.build` instead
+  (its rows made from the same arrays, plus the user's).
 * **integral** (``mode="integral"``, Shockwave's default): v_j = the piecewise-linear log
   through the breakpoints b = 0, .2, .4, .6, .8, 1 (log 0 read as log 1e-6), as an SOS2 of
   weights lambda (sum lambda = 1, sum lambda_i b_i = q_j, lambda_i <= y_{i-1} + y_i for
@@ -197,9 +199,17 @@ class WindowLP:
         return len(self.lower)
 
 
-def window_lp(data: WindowData) -> WindowLP:
-    """The columns and rows of the window problem (module docstring) for ``data``."""
-    n, w = len(data.ids), data.rounds
+def window_lp(data: WindowData, *, per_round: bool = True) -> WindowLP:
+    """The columns and rows of the window problem (module docstring) for ``data``.
+
+    ``per_round=False``: the rounds as one, for the convex mode.  x then has one column per
+    job, its average share a_j = sum_t x[j,t] / W in [0, 1], with sum_j s_j a_j <= G and
+    d_j p_j <= L W a_j.  That is the same convex program: summing the rows of the W rounds
+    gives these, and x[j,t] = a_j meets the rows of every round; the objective reads x only
+    through sum_t x[j,t]."""
+    n = len(data.ids)
+    w = data.rounds if per_round else 1
+    round_s = data.round_s if per_round else data.round_s * data.rounds
     xi = np.arange(n * w).reshape(n, w)
     pi, ui, zi = n * w + np.arange(n), n * w + n + np.arange(n), n * w + 2 * n
     vi = zi + 1 + np.arange(n)
@@ -218,7 +228,7 @@ def window_lp(data: WindowData) -> WindowLP:
         # work: d_j p_j - L sum_t x[j,t] <= 0
         RowBlock("work", csr_from_entries(
             np.r_[jobs, np.repeat(jobs, w)], np.r_[pi, xi.reshape(-1)],
-            np.r_[data.sec_per_epoch, np.full(n * w, -data.round_s)], (n, size)), None, 0.0),
+            np.r_[data.sec_per_epoch, np.full(n * w, -round_s)], (n, size)), None, 0.0),
         # left: u_j + d_j p_j >= Rem_j
         RowBlock("left", csr_from_entries(np.r_[jobs, jobs], np.r_[ui, pi],
                                           np.r_[np.ones(n), data.sec_per_epoch], (n, size)),
@@ -451,7 +461,7 @@ class NashWelfare(Formulation):
         t0 = time.perf_counter()
         if self.mode == "convex" and not self.extensions:
             data = self.window_data(instance)
-            lp = window_lp(data)
+            lp = window_lp(data, per_round=False)
             t1 = time.perf_counter()
             solution = self._solve_convex_matrix(data, lp, instance, opts)
         else:
@@ -496,11 +506,13 @@ class NashWelfare(Formulation):
 
     def _solve_convex_matrix(self, data: WindowData, lp: WindowLP, instance: Instance,
                              opts: SolverOptions) -> Solution:
-        """The outer approximation on a matrix model of the same columns and rows."""
-        model = matrix_model(opts)
+        """The outer approximation on a matrix model of ``lp``'s columns and rows (the rounds
+        as one: x[j,t] = a_j in every round).  HiGHS presolve is off: on this small LP it
+        cost more than it saved (460 jobs: first LP 0.16 s with it, 0.02 s without)."""
+        model = matrix_model(opts, presolve=False)
         model.add_columns(lp.lower, lp.upper, lp.cost)
         model.set_sense("maximize")
-        n, w = len(data.ids), data.rounds
+        n, w = lp.x.shape
 
         def add(block: RowBlock) -> None:
             rows = block.matrix.shape[0]
@@ -521,7 +533,7 @@ class NashWelfare(Formulation):
                 return result, np.zeros(0), np.zeros(0)
             values = model.values()
             x = np.clip(values[lp.x.reshape(-1)].reshape(n, w), 0.0, 1.0)
-            return result, x, values[lp.p]
+            return result, np.repeat(x, data.rounds // w, axis=1), values[lp.p]
 
         def next_cut(q: FloatArray) -> None:
             nonlocal iteration
