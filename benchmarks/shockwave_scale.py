@@ -279,7 +279,7 @@ def main() -> None:
         f"{TRACE_SEED}, state seed {STATE_SEED}; load average at the end "
         + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
     console = Console(width=200)
-    console.print(header)
+    console.print(header, soft_wrap=True)
     console.print(render(rows, "Shockwave window problem: convex (OA, HiGHS) vs integral "
                                f"(SOS2 MIP, {INTEGRAL_TIME_LIMIT_S:g} s) vs cvxpy + Clarabel"))
     payload = {
