@@ -149,3 +149,19 @@ def test_rounding_gives_a_finishing_job_its_last_round() -> None:
     # without the finishing flag, 0.3 of a round is never owed half a round: no round at all
     y = round_gangs(x, np.array([1.0, 1.0]), 1)
     assert y[0].sum() == 0
+
+
+def test_huge_priorities_never_claim_a_proof_they_lack() -> None:
+    from schedlab.formulations.shockwave.nash import NashWelfare
+    from schedlab.workloads.shockwave import generate_shockwave_instance
+
+    inst = generate_shockwave_instance(6, {"v100": 2}, seed=4, window_rounds=4)
+    priorities = {j.id: (1e6 if i == 0 else 1.0) for i, j in enumerate(inst.jobs)}
+    for mode in ("integral", "convex"):
+        sol = NashWelfare(mode, priorities=priorities).solve(inst)  # type: ignore[arg-type]
+        assert sol.status.has_solution
+        # maximize: a reported bound is never below the reported objective
+        if sol.bound is not None:
+            assert sol.bound >= sol.objective - 1e-9 * max(1.0, abs(sol.objective))
+        if sol.status is Status.OPTIMAL:
+            assert sol.bound is not None

@@ -596,6 +596,17 @@ class NashWelfare(Formulation):
         # the plan's objective (p as large as x allows) is >= the solver's incumbent value
         sol.objective = data.objective(x.sum(axis=1), "integral")
         sol.bound = None if result.bound is None else result.bound / data.objective_scale
+        slack = 1e-9 * max(1.0, abs(sol.objective))
+        if sol.bound is not None and sol.bound < sol.objective - slack:
+            # a bound below a feasible plan's value proves nothing: the solver's absolute
+            # tolerances acted on an objective scaled by 1 / max priority
+            sol.diagnostics.append(
+                f"solver bound {sol.bound:.12g} is below the plan's objective "
+                f"{sol.objective:.12g} (objective scaled by {data.objective_scale:.3g}); "
+                "no proof of optimality")
+            sol.bound = None
+            if sol.status is Status.OPTIMAL:
+                sol.status = Status.FEASIBLE
         if sol.bound is not None:
             sol.gap = abs(sol.bound - sol.objective) / max(abs(sol.objective), 1e-10)
         if result.gap_tolerance is not None:
