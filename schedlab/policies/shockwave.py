@@ -42,6 +42,15 @@ re-placement then acts on the rounded gangs).
 round plan is the idle-GPU fill alone (Shockwave's code would stop there).  A failed
 re-placement keeps the relaxed plan, as the code does.
 
+**Degenerate priorities.**  Shockwave's predictor says 0 s remain for a job on the last epoch
+of a single-regime schedule (it counts the epoch about to run as observed), so such a job
+gets rho_j^100 as soon as now exceeds its target: 1e20 and more within a few rounds.  The
+relaxed objective then spans more orders of magnitude than floating point resolves; every other
+job's log term weighs nothing to the solver (Gurobi in the code, HiGHS here), its rounds are
+whatever the solver returns, and the idle-GPU fill (longest remaining first) decides the
+round.  We keep that as the code computes it; ``priority_cap`` (our option) caps the
+priorities so that the other jobs' terms stay meaningful.
+
 **What it reads.**  Each job's epochs done (whole epochs of ``steps_done``), scale factor,
 weight (the budget B_j) and its ``batch_schedule`` and ``regimes`` -- the full schedule, which
 Shockwave's predictor reads (its peeks, docs/formulations/shockwave.md; ``predictor=
@@ -129,6 +138,8 @@ class Shockwave(Policy):
         reopt_rounds: re-plan at least every this many rounds (8).
         predictor: ``shockwave`` (the code's, with its peeks), ``non_peeking`` or ``oracle``.
         finish_time_rows: False drops the finish-time rows (plain Nash welfare).
+        priority_cap: None (Shockwave's code) or the largest priority of the relaxed re-solve
+            (our option, e.g. 1e6: see "Degenerate priorities" in the module docstring).
         options: solver options (HiGHS by default; the integral mode's MIP gap 1e-3 and time
             limit 15 s unless set here).
     """
@@ -140,7 +151,8 @@ class Shockwave(Policy):
     def __init__(self, mode: NashMode = "integral", *, k: float = 1e-3, rho_max: float = 1.0,
                  lam: float = 12.0, window_rounds: int = WINDOW_ROUNDS,
                  reopt_rounds: int = REOPT_ROUNDS, predictor: PredictorMode = "shockwave",
-                 finish_time_rows: bool = True, options: SolverOptions | None = None) -> None:
+                 finish_time_rows: bool = True, priority_cap: float | None = None,
+                 options: SolverOptions | None = None) -> None:
         super().__init__()
         if mode not in ("integral", "convex"):
             raise InputError(f"unknown mode {mode!r} (integral or convex)", field="mode")
@@ -159,6 +171,10 @@ class Shockwave(Policy):
         self.reopt_rounds = reopt_rounds
         self.predictor: PredictorMode = predictor
         self.finish_time_rows = finish_time_rows
+        if priority_cap is not None and not (math.isfinite(priority_cap) and priority_cap >= 1):
+            raise InputError(f"must be a number >= 1 or None, got {priority_cap!r}",
+                             field="priority_cap")
+        self.priority_cap = priority_cap
         self.options = options
         if mode == "convex":
             self.name = "shockwave_convex"
@@ -291,6 +307,8 @@ class Shockwave(Policy):
         target = np.array([targets[j] for j in data.ids])
         priority = relaxed_priorities(state.now, data.remaining_s, target, phi, data.round_s,
                                       self.rho_max, self.lam)
+        if self.priority_cap is not None:  # our option: keep priorities representable
+            priority = np.minimum(priority, self.priority_cap)
         second = NashWelfare(self.mode, k=self.k, predictor=self.predictor,
                              priorities=dict(zip(data.ids, priority.tolist(), strict=True)))
         solution = self._solve(second, window)

@@ -558,7 +558,7 @@ class NashWelfare(Formulation):
                 break
             upper = min(upper, result.objective / data.objective_scale)
             value = data.objective(x.sum(axis=1), "convex")
-            if value > lower:
+            if value > lower or best_x is None:  # -inf: a job with e_j = 0 got no share
                 lower, best_x = value, x
             if upper - lower <= self.oa_tolerance * max(1.0, abs(lower)):
                 break
@@ -569,16 +569,24 @@ class NashWelfare(Formulation):
             sol = self._blank(instance, status)
             sol.diagnostics.append(f"outer approximation: LP ended {message}")
             return sol
-        closed = upper - lower <= self.oa_tolerance * max(1.0, abs(lower))
+        closed = math.isfinite(lower) and upper - lower <= self.oa_tolerance * max(1.0,
+                                                                                 abs(lower))
         sol = self._blank(instance, Status.OPTIMAL if closed else Status.FEASIBLE)
+        if not math.isfinite(lower):
+            sol.diagnostics.append(
+                "a job that has run no epoch got no share in the LP's plan (exact objective "
+                "-inf): the log's barrier was lost to floating point, typically under "
+                "priorities many orders of magnitude apart; the plan is kept, unproven")
         planned = data.planned_epochs(best_x.sum(axis=1))
         finishing = planned >= (data.epochs - data.done) * (1 - 1e-6)
         self._fill(sol, data, best_x, round_gangs(best_x, data.scale, data.gpus, finishing))
-        sol.objective, sol.bound = lower, upper
-        sol.gap = abs(upper - lower) / max(abs(lower), 1e-10)
-        sol.metrics.update(oa_iterations=iterations, oa_gap=upper - lower, oa_model=interface,
-                           gap_tolerance=self.oa_tolerance * max(1.0, abs(lower))
-                           / max(abs(lower), 1e-10))
+        sol.metrics.update(oa_iterations=iterations, oa_model=interface)
+        if math.isfinite(lower):
+            sol.objective, sol.bound = lower, upper
+            sol.gap = abs(upper - lower) / max(abs(lower), 1e-10)
+            sol.metrics.update(oa_gap=upper - lower,
+                               gap_tolerance=self.oa_tolerance * max(1.0, abs(lower))
+                               / max(abs(lower), 1e-10))
         if not closed:
             sol.diagnostics.append(f"outer approximation stopped after {iterations} LPs with "
                                    f"UB - LB = {upper - lower:.3g} (last LP: {result.message})")
