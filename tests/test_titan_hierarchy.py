@@ -276,8 +276,9 @@ def test_synset_names_in_the_shipped_graph_need_no_nltk(monkeypatch: pytest.Monk
     assert fresh.wup("feline.n.01", "cat") == pytest.approx(
         reference_wup(shipped_parents, "feline.n.01", "cat.n.01"), rel=1e-12)
     with pytest.raises(InputError) as info:
-        fresh.synset_of("zebra.n.01")
+        fresh.synset_of("zebra.n.01", field="jobs[0].classes[1]")
     assert "schedlab[wordnet]" in str(info.value) and "\n" not in str(info.value)
+    assert info.value.field == "jobs[0].classes[1]"
 
 
 def test_ambiguous_label_names_its_sets() -> None:

@@ -399,7 +399,12 @@ class ConceptHierarchy:
         if name in self._graph:
             return name
         source = self._source or nltk_synset_source
-        canonical, parents, definitions = source(name)
+        try:
+            canonical, parents, definitions = source(name)
+        except InputError as exc:
+            if field is None or exc.field is not None:
+                raise
+            raise InputError(exc.reason, field=field) from None
         if canonical not in self._graph:
             self._graph = self._graph.with_parents(parents, definitions)
             log.info("added %s (%d synsets) to the concept hierarchy from WordNet",
