@@ -11,6 +11,8 @@ fills:
 * :func:`check_rounds` - per-round placements of the round-based mechanism;
 * :func:`check_schedule` - timed schedules (Saturn configurations and nodes, Hare rounds and
   barriers, capacity at every instant);
+* :func:`check_groups` - merged Titan task groups (same base model, not started, task
+  similarity at least the threshold, members start together);
 * :func:`check_objective` - the claimed ``objective`` against the one re-derived from the
   allocation or schedule by the formulation's own
   :meth:`~schedlab.formulations.base.Formulation.objective_of` (plain numpy, never the
@@ -19,6 +21,7 @@ fills:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
@@ -49,6 +52,8 @@ def check(instance: Instance, solution: Solution, *, tol: float = 1e-6) -> list[
         violations += check_rounds(instance, solution, tol=tol)
     if solution.schedule:
         violations += check_schedule(instance, solution, tol=tol)
+    if solution.groups:
+        violations += check_groups(instance, solution, tol=tol)
     violations += check_objective(instance, solution)
     return violations
 
@@ -322,7 +327,9 @@ def check_schedule(instance: Instance, solution: Solution, *, tol: float = 1e-6)
       cluster lists ``nodes``; an entry's type is its accelerator, else its node's, else the
       cluster's only type;
     * capacity at every instant t: on each node, sum of gpus of entries on it with
-      start <= t < end is <= G_n; on each accelerator type, the same sum is <= n_k;
+      start <= t < end is <= G_n; on each accelerator type, the same sum is <= n_k; the
+      members of a merged group (``solution.groups``) are one job: their entries with the
+      same start, end, GPUs, accelerator and node count once;
     * Saturn jobs (``configs`` set): scheduled exactly once (one configuration, one node: a job
       never spans nodes); the entry's (config, gpus) is one of the job's feasible configurations
       and end - start = runtime_s;
@@ -339,8 +346,9 @@ def check_schedule(instance: Instance, solution: Solution, *, tol: float = 1e-6)
       after every task of round r ended; a task on type k lasts at least task_seconds[k].
     """
     out = _check_schedule_entries(instance, solution.schedule, tol)
-    out += _check_node_capacity(instance, solution.schedule, tol)
-    out += _check_type_capacity(instance, solution.schedule, tol)
+    running = _one_entry_per_group(solution)
+    out += _check_node_capacity(instance, running, tol)
+    out += _check_type_capacity(instance, running, tol)
     by_job: dict[str, list[ScheduleEntry]] = defaultdict(list)
     for entry in solution.schedule:
         by_job[entry.job].append(entry)
@@ -352,6 +360,23 @@ def check_schedule(instance: Instance, solution: Solution, *, tol: float = 1e-6)
             out += _check_saturn_job(instance, job, entries, tol)
         if job.rounds is not None or job.tasks_per_round is not None:
             out += _check_hare_job(job, by_job.get(job.id, []), tol)
+    return out
+
+
+def _one_entry_per_group(solution: Solution) -> list[ScheduleEntry]:
+    """The schedule with the entries of each merged group's members that share start, end,
+    GPUs, accelerator and node kept once (a merged group runs as one job)."""
+    group_of = {task: g for g, group in enumerate(solution.groups) for task in group}
+    seen: set[tuple[object, ...]] = set()
+    out: list[ScheduleEntry] = []
+    for e in solution.schedule:
+        g = group_of.get(e.job)
+        if g is not None:
+            key = (g, e.start, e.end, e.gpus, e.accelerator, e.node)
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(e)
     return out
 
 
@@ -640,3 +665,67 @@ def _check_hare_task_time(job: Job, e: ScheduleEntry, tol: float) -> list[str]:
         return [f"job {job.id}: task on {e.accelerator} runs {runs:.9g} s < its task time "
                 f"{need:.9g} s"]
     return []
+
+
+# ---------------------------------------------------------------------- merged groups
+
+
+def check_groups(instance: Instance, solution: Solution, *, tol: float = 1e-6) -> list[str]:
+    """Merged Titan task groups (``solution.groups``), re-derived from the instance:
+
+    * a group has at least two tasks, all known, and a task is in at most one group;
+    * its tasks fine-tune the same base model and none had started (``steps_done`` = 0);
+    * every two of its tasks have task similarity S >= ``params.similarity_threshold`` (the
+      Titan default when unset), S from the class labels on the concept hierarchy;
+    * its tasks are scheduled and start together (their first entries' starts within
+      ``tol``).
+    """
+    from schedlab.formulations.titan.merge import (
+        DEFAULT_SIMILARITY_THRESHOLD,
+        hierarchy_similarity,
+    )
+
+    out: list[str] = []
+    jobs = {job.id: job for job in instance.jobs}
+    threshold = instance.params.similarity_threshold
+    if threshold is None:
+        threshold = DEFAULT_SIMILARITY_THRESHOLD
+    starts: dict[str, float] = {}
+    for e in solution.schedule:
+        starts[e.job] = min(starts.get(e.job, math.inf), e.start)
+    owner: dict[str, int] = {}
+    for g, group in enumerate(solution.groups):
+        if len(group) < 2:
+            out.append(f"group {g}: {len(group)} task(s) (a merged group has at least 2)")
+        known = []
+        for task in group:
+            if task not in jobs:
+                out.append(f"group {g}: unknown task {task!r}")
+                continue
+            if task in owner:
+                out.append(f"task {task} is in groups {owner[task]} and {g}")
+            owner[task] = g
+            known.append(jobs[task])
+            if jobs[task].steps_done > 0:
+                out.append(f"group {g}: task {task} had started (steps_done "
+                           f"{jobs[task].steps_done:.9g})")
+        for a, b in itertools.combinations(known, 2):
+            if a.base_model is None or a.base_model != b.base_model:
+                out.append(f"group {g}: {a.id} and {b.id} fine-tune different base models "
+                           f"({a.base_model} vs {b.base_model})")
+                continue
+            s = hierarchy_similarity(a.classes or [], b.classes or [], a.label_set,
+                                     b.label_set)
+            if s < threshold - 1e-12:
+                out.append(f"group {g}: task similarity of {a.id} and {b.id} is {s:.6g} < "
+                           f"threshold {threshold:.6g}")
+        scheduled = [job for job in known if job.id in starts]
+        for job in known:
+            if job.id not in starts:
+                out.append(f"group {g}: task {job.id} has no schedule entry")
+        for job in scheduled[1:]:
+            first = scheduled[0]
+            if abs(starts[job.id] - starts[first.id]) > tol:
+                out.append(f"group {g}: {job.id} starts at {starts[job.id]:.9g} s but "
+                           f"{first.id} at {starts[first.id]:.9g} s")
+    return out

@@ -157,6 +157,13 @@ class Job(_Strict):
     duration_s: dict[str, PosFloat] | None = Field(
         default=None, description="{gpus: seconds} for Titan tasks"
     )
+    label_set: str | None = Field(
+        default=None, description="the known label set the classes come from (Titan)"
+    )
+    max_gpus: PosInt | None = Field(
+        default=None, description="most GPUs the Titan task can use (none: the largest "
+        "GPU count in duration_s)"
+    )
     # Hare
     rounds: PosInt | None = None
     tasks_per_round: PosInt | None = None
@@ -169,6 +176,20 @@ class Job(_Strict):
         if self.total_steps is None:
             return 0.0
         return max(self.total_steps - self.steps_done, 0.0)
+
+
+class MergeEntry(_Strict):
+    """A Titan pair's joint fine-tuning: its measured duration profile ``duration_s``
+    ({gpus: seconds} of the merged task, like a task's) or the joint-epoch factor of the
+    default merged-duration model (docs/formulations/titan.md)."""
+
+    tasks: list[str] = Field(min_length=2, max_length=2)
+    duration_s: dict[str, PosFloat] | None = Field(
+        default=None, description="{gpus: seconds} of the two tasks trained jointly"
+    )
+    joint_epoch_factor: PosFloat | None = Field(
+        default=None, description="epochs each member needs jointly / alone"
+    )
 
 
 class Params(_Strict):
@@ -192,6 +213,10 @@ class Params(_Strict):
         default=None, description="seconds to resume a checkpointed job on a new "
         "configuration (no progress meanwhile); None means 0"
     )
+    similarity_threshold: Annotated[float, Field(ge=0.0, le=1.0)] | None = Field(
+        default=None, description="Titan: least task similarity of a merged pair (None: "
+        "the Titan default)"
+    )
 
 
 class Instance(_Strict):
@@ -203,6 +228,9 @@ class Instance(_Strict):
     cluster: Cluster
     jobs: list[Job] = Field(max_length=MAX_JOBS)
     params: Params = Field(default_factory=Params)
+    merges: list[MergeEntry] | None = Field(
+        default=None, description="Titan pair entries (measured joint durations)"
+    )
     _content_hash: str | None = PrivateAttr(default=None)
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -243,6 +271,8 @@ class Instance(_Strict):
                     f"steps_done {job.steps_done} exceeds total_steps {job.total_steps}",
                 )
             _check_epochs(i, job)
+            _check_gpu_keys(f"jobs[{i}].duration_s", job.duration_s)
+        _check_merges(self.merges, seen)
         for i, job in enumerate(self.jobs):
             for other, by_acc in (job.colocated_throughput or {}).items():
                 where = f"jobs[{i}].colocated_throughput.{other}"
@@ -348,6 +378,39 @@ def _check_epochs(i: int, job: Job) -> None:
             raise _FieldError(f"{where}.batch_schedule[{e}]",
                               f"batch size {size} has no entry in regimes (regimes lists "
                               f"{sorted(sizes)})")
+
+
+def _check_gpu_keys(where: str, profile: dict[str, float] | None) -> None:
+    """A {gpus: seconds} profile is keyed by positive integer GPU counts."""
+    for key in profile or {}:
+        if not (key.isascii() and key.isdigit() and int(key) > 0):
+            raise _FieldError(f"{where}.{key}",
+                              f"keys must be GPU counts (positive integers), got {key!r}")
+
+
+def _check_merges(merges: list[MergeEntry] | None, seen: dict[str, int]) -> None:
+    """Titan pair entries: two distinct known tasks, a GPU-keyed profile that is not empty,
+    one entry per pair, the duration profile or the joint-epoch factor (not both)."""
+    pairs: dict[frozenset[str], int] = {}
+    for m, entry in enumerate(merges or []):
+        where = f"merges[{m}]"
+        for k, task in enumerate(entry.tasks):
+            if task not in seen:
+                raise _FieldError(f"{where}.tasks[{k}]", f"unknown task {task!r}")
+        if entry.tasks[0] == entry.tasks[1]:
+            raise _FieldError(f"{where}.tasks", f"names task {entry.tasks[0]!r} twice")
+        key = frozenset(entry.tasks)
+        if key in pairs:
+            raise _FieldError(f"{where}.tasks", f"pair {entry.tasks} also in "
+                              f"merges[{pairs[key]}]")
+        pairs[key] = m
+        if entry.duration_s is not None and entry.joint_epoch_factor is not None:
+            raise _FieldError(where, "give duration_s or joint_epoch_factor, not both")
+        if entry.duration_s is None and entry.joint_epoch_factor is None:
+            raise _FieldError(where, "give duration_s (measured) or joint_epoch_factor")
+        if entry.duration_s is not None and not entry.duration_s:
+            raise _FieldError(f"{where}.duration_s", "is empty: list {gpus: seconds}")
+        _check_gpu_keys(f"{where}.duration_s", entry.duration_s)
 
 
 # ---------------------------------------------------------------------- reading

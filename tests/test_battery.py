@@ -29,6 +29,7 @@ EXAMPLES = {
     "gavel.packed": INSTANCES / "gavel" / "colocation-24jobs.json",
     "saturn": INSTANCES / "saturn" / "three-jobs.json",
     "shockwave": INSTANCES / "shockwave" / "tiny-6jobs.json",
+    "titan": INSTANCES / "titan" / "round-6tasks.json",
 }
 
 

@@ -178,6 +178,27 @@ def hare_base() -> Case:
     ])
 
 
+def titan_base() -> Case:
+    """Titan tasks on 8 V100s: a (CIFAR-10) and b (Cat-vs-Dog) fine-tune vit-base, merged,
+    on all 8 GPUs over [0, 25); c (AG News, roberta-base) alone over [25, 45)."""
+    from schedlab.formulations.titan.hierarchy import label_sets
+
+    def task(job: str, model: str, label_set: str) -> dict[str, Any]:
+        return {"id": job, "base_model": model, "label_set": label_set, "dataset": label_set,
+                "classes": list(label_sets()[label_set]), "duration_s": {"8": 20.0}}
+
+    document = {
+        "cluster": {"accelerators": {"v100": {"count": 8}}},
+        "jobs": [task("a", "vit-base", "cifar10"), task("b", "vit-base", "cat_vs_dog"),
+                 task("c", "roberta-base", "ag_news")],
+    }
+    return document, make_solution(document, groups=[["a", "b"]], schedule=[
+        ScheduleEntry(job="a", start=0.0, end=25.0, accelerator="v100", gpus=8),
+        ScheduleEntry(job="b", start=0.0, end=25.0, accelerator="v100", gpus=8),
+        ScheduleEntry(job="c", start=25.0, end=45.0, accelerator="v100", gpus=8),
+    ])
+
+
 BASES: dict[str, Callable[[], Case]] = {
     "allocation": allocation_base,
     "rounds": rounds_base,
@@ -185,6 +206,7 @@ BASES: dict[str, Callable[[], Case]] = {
     "saturn": saturn_base,
     "segments": segments_base,
     "hare": hare_base,
+    "titan": titan_base,
 }
 
 
@@ -489,6 +511,33 @@ MUTATIONS: list[Mutation] = [
              "job {}: task on {} runs {} s < its task time {} s", "hare",
              lambda d, s: _set(s.schedule[1], end=2),
              "job h: task on k80 runs 2 s < its task time 3 s"),
+    # ------------------------------------------------------------ Titan groups
+    Mutation("group of one task", "check_groups",
+             "group {}: {} task(s) (a merged group has at least 2)", "titan",
+             lambda d, s: s.groups.append(["c"]),
+             "group 1: 1 task(s) (a merged group has at least 2)"),
+    Mutation("group with an unknown task", "check_groups", "group {}: unknown task {}",
+             "titan", lambda d, s: s.groups[0].append("zz"), "group 0: unknown task 'zz'"),
+    Mutation("task in two groups", "check_groups", "task {} is in groups {} and {}", "titan",
+             lambda d, s: s.groups.append(["a", "c"]), "task a is in groups 0 and 1"),
+    Mutation("merged task had started", "check_groups",
+             "group {}: task {} had started (steps_done {})", "titan",
+             lambda d, s: d["jobs"][1].__setitem__("steps_done", 5.0),
+             "group 0: task b had started (steps_done 5)"),
+    Mutation("merged tasks of two base models", "check_groups",
+             "group {}: {} and {} fine-tune different base models ({} vs {})", "titan",
+             lambda d, s: d["jobs"][1].__setitem__("base_model", "roberta-base"),
+             "group 0: a and b fine-tune different base models (vit-base vs roberta-base)"),
+    Mutation("merged tasks not similar enough", "check_groups",
+             "group {}: task similarity of {} and {} is {} < threshold {}", "titan",
+             lambda d, s: d.__setitem__("params", {"similarity_threshold": 0.99}),
+             "< threshold 0.99"),
+    Mutation("merged task not scheduled", "check_groups",
+             "group {}: task {} has no schedule entry", "titan", _drop_entry("b", 0.0),
+             "group 0: task b has no schedule entry"),
+    Mutation("merged tasks start apart", "check_groups", "group {}: {} starts at {} s but {} "
+             "at {} s", "titan", _edit_entry("b", start=1.0),
+             "group 0: b starts at 1 s but a at 0 s"),
     # -------------------------------------------------------------- objective
     Mutation("wrong objective", "check_objective",
              "objective: {} claims {} but its allocation or schedule gives {} (relative "

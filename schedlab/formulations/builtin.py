@@ -1,6 +1,7 @@
 """The built-in formulation names, one table per paper, registered lazily.
 
-:data:`GAVEL_FORMULATIONS` and :data:`SATURN_FORMULATIONS` hold one row per name:
+:data:`GAVEL_FORMULATIONS`, :data:`SATURN_FORMULATIONS`, :data:`SHOCKWAVE_FORMULATIONS` and
+:data:`TITAN_FORMULATIONS` hold one row per name:
 ``(name, "module:Class", description, keyword arguments of the variant)``.  The registry
 (:data:`schedlab.registry.FORMULATIONS`) calls :func:`register_builtin_formulations` on first
 use; the factories are strings, so listing the names imports no formulation module.  Every
@@ -98,8 +99,18 @@ SHOCKWAVE_FORMULATIONS: tuple[Row, ...] = (
      {"mode": "convex"}),
 )
 
+_TITAN = "schedlab.formulations.titan"
+
+TITAN_FORMULATIONS: tuple[Row, ...] = (
+    ("titan.merge_offline", f"{_TITAN}.offline:MergeOffline",
+     "Titan: merge compatible tasks and order the groups on the pool, min total weighted JCT "
+     "(exact ILP)", {}),
+    ("titan.round_ilp", f"{_TITAN}.round_ilp:RoundIlp",
+     "Titan: one round's ILP, GPUs per task or merged pair (the public code's)", {}),
+)
+
 BUILTIN_FORMULATIONS: tuple[Row, ...] = (GAVEL_FORMULATIONS + SATURN_FORMULATIONS
-                                         + SHOCKWAVE_FORMULATIONS)
+                                         + SHOCKWAVE_FORMULATIONS + TITAN_FORMULATIONS)
 
 
 def register_builtin_formulations(registry: Registry[Any]) -> None:
