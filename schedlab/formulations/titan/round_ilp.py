@@ -266,9 +266,9 @@ def merge_candidates(tasks: Sequence[TitanTask], gpus: int, rule: MergeRule) -> 
     models = _codes([t.base_model for t in tasks])
     datasets = _codes([t.dataset if t.dataset is not None else f"\0{i}"
                        for i, t in enumerate(tasks)])
-    first, second = np.triu_indices(n, k=1)
-    keep = (eligible[first] & eligible[second] & (models[first] == models[second])
-            & (datasets[first] != datasets[second]))
+    unstarted = np.flatnonzero(eligible)
+    first, second = (unstarted[k] for k in np.triu_indices(len(unstarted), k=1))
+    keep = (models[first] == models[second]) & (datasets[first] != datasets[second])
     first, second = first[keep], second[keep]
     if not len(first):
         return []
@@ -311,7 +311,7 @@ def _pair_benefits(tasks: Sequence[TitanTask], first: IntArray, second: IntArray
     works = np.array([np.nan if t.work is None else t.work for t in tasks])
     phi = np.full(len(first), rule.joint_epoch_factor)
     measured: list[int] = []
-    for k, (i, j) in enumerate(zip(first, second, strict=True)):
+    for k, (i, j) in enumerate(zip(first, second, strict=True) if rule.entries else ()):
         entry = rule.entries.get(frozenset((tasks[i].id, tasks[j].id)))
         if entry is not None:
             profile, factor = entry

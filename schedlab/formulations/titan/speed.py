@@ -24,6 +24,7 @@ predicted remaining time is T_rem(a) = r d(a).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 
 import numpy as np
@@ -44,22 +45,39 @@ def profile_from_field(field: Mapping[str, float]) -> dict[int, float]:
 def duration_at(profile: Profile, gpus: npt.ArrayLike) -> FloatArray:
     """d(a) of the module docstring for every count in ``gpus`` (a > 0), seconds."""
     a = np.asarray(gpus, dtype=float)
-    counts = np.array(sorted(profile), dtype=float)
-    if not len(counts):
+    if not profile:
         raise ValueError("an empty duration profile")
-    seconds = np.array([profile[int(c)] for c in counts], dtype=float)
-    if np.any(a <= 0):
+    if a.size and not a.min() > 0:
         raise ValueError("a duration needs a positive GPU count")
-    # np.interp needs increasing abscissae: 1/a decreases with a, so reverse both.
-    inside = np.interp(1.0 / a, (1.0 / counts)[::-1], seconds[::-1])
-    below = seconds[0] * counts[0] / a
-    out = np.where(a < counts[0], below, np.where(a > counts[-1], seconds[-1], inside))
+    counts = sorted(profile)
+    if len(counts) == 1:
+        c = counts[0]
+        return np.asarray(np.where(a < c, profile[c] * c / a, profile[c]), dtype=float)
+    first, last = counts[0], counts[-1]
+    inverse = [1.0 / c for c in reversed(counts)]  # increasing, as np.interp needs
+    seconds = [profile[c] for c in reversed(counts)]
+    inside = np.interp(1.0 / a, inverse, seconds)
+    out = np.where(a < first, profile[first] * first / a,
+                   np.where(a > last, profile[last], inside))
     return np.asarray(out, dtype=float)
 
 
 def duration(profile: Profile, gpus: float) -> float:
-    """d(a) at one count, seconds."""
-    return float(duration_at(profile, [gpus])[0])
+    """d(a) at one count, seconds (the rule of :func:`duration_at`, in plain Python)."""
+    if not profile:
+        raise ValueError("an empty duration profile")
+    if not gpus > 0:
+        raise ValueError("a duration needs a positive GPU count")
+    counts = sorted(profile)
+    if gpus <= counts[0]:
+        return profile[counts[0]] * counts[0] / gpus
+    if gpus >= counts[-1]:
+        return float(profile[counts[-1]])
+    for lo, hi in itertools.pairwise(counts):
+        if gpus <= hi:
+            t = (1.0 / gpus - 1.0 / lo) / (1.0 / hi - 1.0 / lo)
+            return profile[lo] + t * (profile[hi] - profile[lo])
+    raise AssertionError("unreachable: gpus lies within the profile")
 
 
 def largest_count(profile: Profile) -> int:
