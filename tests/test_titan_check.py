@@ -117,3 +117,28 @@ def test_round_objective_is_rederived_from_the_schedule() -> None:
             entry.gpus += 1
     (message,) = [v for v in check(instance, solution) if v.startswith("objective")]
     assert "titan.round_ilp claims" in message
+
+
+def test_a_user_constraint_reaches_the_round_model() -> None:
+    """Forbid every pair column (candidates after the tasks in ``model.round_problem``): the
+    round ILP then merges nothing and its objective is no better than before."""
+    import pyomo.environ as pyo
+
+    from schedlab.formulations.titan.examples import round_example
+
+    def no_pairs(model: pyo.ConcreteModel, instance: object) -> None:
+        problem = model.round_problem
+        columns = [i for i, c in enumerate(problem.column_candidate)
+                   if c >= problem.num_tasks and problem.column_gpus[i] > 0]
+        model.user_no_pairs = pyo.Constraint(expr=sum(model.v[i] for i in columns) == 0)
+
+    instance = round_example()
+    plain = schedlab.solve(instance, "titan.round_ilp")
+    assert plain.groups
+    solution = schedlab.solve(instance, "titan.round_ilp", extend=[no_pairs])
+    assert solution.status == Status.OPTIMAL and solution.violations == []
+    assert solution.groups == []
+    assert plain.objective is not None and solution.objective is not None
+    assert solution.objective >= plain.objective * (1 - 1e-7)
+    alone = RoundIlp(merging=False).solve(instance)
+    assert solution.objective == pytest.approx(alone.objective, rel=1e-4)

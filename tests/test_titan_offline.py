@@ -181,3 +181,18 @@ def test_offline_optimum_equals_enumeration(seed: int) -> None:
     by_job = {e.job: e for e in solution.schedule}
     for a, b in solution.groups:
         assert (by_job[a].start, by_job[a].end) == (by_job[b].start, by_job[b].end)
+
+
+def test_a_user_constraint_reaches_the_model() -> None:
+    """Forbid the merged group of case 1 (y of group 2, after the two singletons): the tasks
+    run back to back, total JCT 20 + 40 = 60 instead of 50."""
+    import pyomo.environ as pyo
+
+    def no_merge(model: pyo.ConcreteModel, instance: object) -> None:
+        pairs = [g for g, members in enumerate(model.groups.members) if len(members) == 2]
+        model.user_no_merge = pyo.Constraint(expr=sum(model.y[g] for g in pairs) == 0)
+
+    instance = load_instance(INSTANCES / "case-1.json")
+    solution = schedlab.solve(instance, "titan.merge_offline", extend=[no_merge])
+    assert solution.status == Status.OPTIMAL and solution.violations == []
+    assert solution.groups == [] and solution.objective == pytest.approx(60.0, rel=1e-12)

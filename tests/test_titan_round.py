@@ -257,3 +257,29 @@ def test_costs_by_hand() -> None:
     # a can take at most 3 GPUs next to b: 1 + 2/3 < 2 (b left out: U) ...
     assert decision.gpus == {"a": 3, "b": 1}
     assert decision.objective == pytest.approx(1.0 + 2 / 3, rel=1e-9)
+
+
+def test_candidate_benefits_equal_the_rules_pair_by_pair() -> None:
+    """merge_candidates computes beta for all pairs at once; each must equal
+    MergeRule.benefit of that pair (work known or not, factor and measured entries)."""
+    from schedlab.formulations.titan.round_ilp import merge_candidates
+
+    rng = random.Random(7)
+    tasks = [TitanTask(id=f"t{i}", base_model="vit", classes=("c",),
+                       duration_s={c: rng.uniform(100, 900) / c for c in (1, 2, 8)},
+                       max_gpus=rng.choice([2, 4, 8]), dataset=f"d{i}",
+                       work=rng.choice([None, rng.uniform(1, 5)]))
+             for i in range(7)]
+    entries = {frozenset(("t0", "t1")): ({4: 300.0}, None),
+               frozenset(("t2", "t3")): (None, 0.4)}
+    rule = MergeRule(threshold=0.0, similarity=lambda *_: 1.0, entries=entries,
+                     benefit_base=0.0, row_rule=False)
+    by_id = {t.id: t for t in tasks}
+    candidates = merge_candidates(tasks, 12, rule)
+    assert len(candidates) == 21
+    for cand in candidates:
+        a, b = by_id[cand.tasks[0]], by_id[cand.tasks[1]]
+        expected = rule.benefit(a, b, list(cand.options))
+        assert list(cand.benefit) == pytest.approx(list(expected), rel=1e-12)
+        assert cand.options == tuple(g for g in (1, 2, 3, 4, 8, 12)
+                                     if g <= a.max_gpus + b.max_gpus)

@@ -156,7 +156,9 @@ class MergeOffline(Formulation):
                              self.rule(instance))
 
     def build(self, instance: Instance) -> pyo.ConcreteModel:
-        """y_g, z_gh, the partition rows and z_gh >= y_g + y_h - 1 (module docstring)."""
+        """y_g, z_gh, the partition rows and z_gh >= y_g + y_h - 1 (module docstring).
+        ``m.groups`` holds the groups (``members[g]``: task positions; singletons first, in
+        instance order, then the pairs), so a user's constraint can name ``m.y[g]``."""
         groups = self.groups(instance)
         num_groups, n = len(groups.members), len(groups.tasks)
         g, h = groups.compatible_pairs()

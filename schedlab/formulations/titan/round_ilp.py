@@ -504,7 +504,10 @@ class RoundIlp(Formulation):
                              rule=rule, penalty=self.penalty)
 
     def build(self, instance: Instance) -> pyo.ConcreteModel:
-        """The Pyomo model of the round, rows from :meth:`RoundProblem.rows`."""
+        """The Pyomo model of the round, rows from :meth:`RoundProblem.rows`: ``m.v[i]`` for
+        i < ``num_x`` is x[c, a] with c = ``m.round_problem.column_candidate[i]`` (tasks
+        0..n-1 in ``task_ids`` order, then the pairs) and a = ``column_gpus[i]``; then
+        left_t per task.  A user's constraints (:meth:`extend`) go on this model."""
         problem = self.problem(instance)
         lower, _, cost, integer = problem.lower_upper_cost()
         m = pyo.ConcreteModel(name=f"{self.name}:{instance.name}")
