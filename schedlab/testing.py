@@ -65,6 +65,7 @@ from schedlab.solvers import SolverOptions
 from schedlab.solvers.faults import failing_highs
 from schedlab.workloads.gavel import generate_gavel_instance
 from schedlab.workloads.shockwave import generate_shockwave_instance
+from schedlab.workloads.titan import generate_titan_instance
 
 #: Relative gap an ``optimal`` status may carry when the solution records no tolerance:
 #: HiGHS' default relative MIP gap.
@@ -75,6 +76,8 @@ REL_TOL = 1e-6
 KIT_CLUSTER = {"v100": 2, "p100": 2, "k80": 2}
 #: The cluster of the Shockwave-kind policy workload: one type, as Shockwave's.
 SHOCKWAVE_KIT_CLUSTER = {"v100": 6}
+#: GPUs of the Titan-kind policy workload (one type, nodes of 4).
+TITAN_KIT_GPUS = 16
 
 
 @dataclass
@@ -291,12 +294,16 @@ def policy_workload(seed: int = 0, kind: str = "gavel") -> Instance:
     arriving at 0 s so that they contend from the first round, with co-located throughputs for
     the 1-GPU pairs and two entities (the users of Gandiva-fair, the groups of hierarchical
     policies).  ``shockwave``: 12 Shockwave dynamic-adaptation jobs on the 6 V100s of
-    :data:`SHOCKWAVE_KIT_CLUSTER`, all arriving at 0 s."""
+    :data:`SHOCKWAVE_KIT_CLUSTER`, all arriving at 0 s.  ``titan``: 12 ViT-B fine-tuning tasks
+    on :data:`TITAN_KIT_GPUS` GPUs, all arriving at 0 s."""
     if kind == "shockwave":
         return generate_shockwave_instance(12, SHOCKWAVE_KIT_CLUSTER, seed=seed, mean_gap_s=None,
                                            name=f"kit-policies-shockwave-{seed}")
+    if kind == "titan":
+        return generate_titan_instance(12, gpus=TITAN_KIT_GPUS, model="vit-base", seed=seed,
+                                       day_s=1.0, name=f"kit-policies-titan-{seed}")
     if kind != "gavel":
-        raise InputError(f"unknown workload kind {kind!r} (gavel or shockwave)",
+        raise InputError(f"unknown workload kind {kind!r} (gavel, shockwave or titan)",
                          field="workload_kind")
     return generate_gavel_instance(12, KIT_CLUSTER, seed=seed, colocation=True, entities=2,
                                    name=f"kit-policies-{seed}")
@@ -313,6 +320,9 @@ def random_cluster_state(seed: int, *, num_jobs: int = 8, kind: str = "gavel") -
     rng = random.Random(seed)
     if kind == "shockwave":
         instance = generate_shockwave_instance(num_jobs, SHOCKWAVE_KIT_CLUSTER, seed=seed)
+    elif kind == "titan":
+        instance = generate_titan_instance(num_jobs, gpus=TITAN_KIT_GPUS, model="vit-base",
+                                           seed=seed)
     else:
         instance = generate_gavel_instance(num_jobs, KIT_CLUSTER, seed=seed, jobs_per_hour=4.0,
                                            colocation=True, entities=2)

@@ -4,8 +4,8 @@ Three tables, registered by :func:`register_builtin_policies` when the policy re
 used (factories are ``"module:Class"`` strings, so registering imports no policy module):
 
 * :data:`BUILTIN_POLICIES` -- the heuristic policies (FIFO, SRTF, Tiresias, Gandiva, Themis,
-  AlloX, random) and Shockwave's window planner; a variant is a parameter of one class
-  (``fifo_agnostic`` is :class:`~schedlab.policies.fifo.Fifo` with
+  AlloX, random), Shockwave's window planner and Titan's round ILP; a variant is a parameter
+  of one class (``fifo_agnostic`` is :class:`~schedlab.policies.fifo.Fifo` with
   ``heterogeneity_aware=False``);
 * every name of :data:`schedlab.formulations.builtin.GAVEL_FORMULATIONS` -- the optimization
   adapter :class:`~schedlab.policies.gavel.GavelPolicy` with ``formulation=<the name>``,
@@ -64,6 +64,16 @@ BUILTIN_POLICIES: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
     ("shockwave_convex", "schedlab.policies.shockwave:Shockwave",
      "Shockwave with the exact log (convex, outer approximation on HiGHS), rounded gangs",
      {"mode": "convex"}),
+    ("titan", "schedlab.policies.titan:Titan",
+     "Titan: per-round ILP over elastic GPU counts and merges of similar never-started tasks, "
+     "pipelined switch (elastic mode: schedlab.simulator.simulate_elastic)",
+     {"merging": True, "pipelined_switch": True}),
+    ("titan_no_merge", "schedlab.policies.titan:Titan",
+     "Titan without the task merger (the ILP allocates GPUs only)",
+     {"merging": False, "pipelined_switch": True}),
+    ("titan_no_pipeline", "schedlab.policies.titan:Titan",
+     "Titan without the pipelined switch (every reallocation pays the whole parameter load)",
+     {"merging": True, "pipelined_switch": False}),
 )
 
 #: Gavel formulations whose online policy is a list policy of its own, not the adapter:
