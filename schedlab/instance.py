@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -24,6 +25,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
@@ -165,10 +167,42 @@ class Job(_Strict):
         "GPU count in duration_s)"
     )
     # Hare
-    rounds: PosInt | None = None
-    tasks_per_round: PosInt | None = None
-    task_seconds: dict[str, PosFloat] | None = None
-    switch_seconds: NonNegFloat | None = None
+    rounds: PosInt | None = Field(default=None, description="training rounds R_j (Hare)")
+    tasks_per_round: PosInt | None = Field(
+        default=None, description="data-parallel tasks per round m_j (Hare)")
+    task_seconds: dict[str, PosFloat] | None = Field(
+        default=None, description="{accelerator: seconds of one task} p[j,k]; a type "
+        "absent here is one the job cannot run on (Hare)")
+    switch_seconds: float | dict[str, float] | None = Field(
+        default=None, description="{accelerator: idle seconds a GPU of that type spends "
+        "before this job's task when it follows another job's} sigma[j,k]; a number means "
+        "the same on every type; absent: 0 (Hare)")
+    model_memory_gb: PosFloat | None = Field(
+        default=None, description="GPU memory the job's model occupies, GB (Hare's switch "
+        "models)")
+
+    @field_validator("switch_seconds", mode="before")
+    @classmethod
+    def _switch_seconds_valid(cls, value: Any) -> Any:
+        """A finite number >= 0, or a map of them keyed by accelerator type."""
+        if value is None:
+            return value
+        items = value.items() if isinstance(value, dict) else [(None, value)]
+        for acc, seconds in items:
+            on = "" if acc is None else f" on {acc}"
+            if isinstance(seconds, bool) or not isinstance(seconds, int | float) \
+                    or not math.isfinite(seconds) or seconds < 0:
+                raise ValueError(f"switch seconds{on} must be a finite number >= 0, "
+                                 f"got {seconds!r}")
+        return value
+
+    def switch_seconds_on(self, accelerator: str) -> float:
+        """sigma[j,k]: the switch seconds of this job on ``accelerator`` (0 when unset)."""
+        if self.switch_seconds is None:
+            return 0.0
+        if isinstance(self.switch_seconds, dict):
+            return float(self.switch_seconds.get(accelerator, 0.0))
+        return float(self.switch_seconds)
 
     @property
     def remaining_steps(self) -> float:
@@ -213,6 +247,9 @@ class Params(_Strict):
         default=None, description="seconds to resume a checkpointed job on a new "
         "configuration (no progress meanwhile); None means 0"
     )
+    switch_on_first_task: bool = Field(
+        default=False, description="Hare: a GPU's first task also waits its job's switch "
+        "seconds (default: the first task pays nothing)")
     similarity_threshold: Annotated[float, Field(ge=0.0, le=1.0)] | None = Field(
         default=None, description="Titan: least task similarity of a merged pair (None: "
         "the Titan default)"
@@ -259,12 +296,7 @@ class Instance(_Strict):
                         f"jobs[{i}].throughput.{acc}",
                         f"unknown accelerator {acc!r} (cluster has {sorted(types)})",
                     )
-            if job.task_seconds:
-                for acc in job.task_seconds:
-                    if acc not in types:
-                        raise _FieldError(
-                            f"jobs[{i}].task_seconds.{acc}", f"unknown accelerator {acc!r}"
-                        )
+            _check_hare_job(i, job, self.cluster)
             if job.total_steps is not None and job.steps_done > job.total_steps:
                 raise _FieldError(
                     f"jobs[{i}].steps_done",
@@ -378,6 +410,29 @@ def _check_epochs(i: int, job: Job) -> None:
             raise _FieldError(f"{where}.batch_schedule[{e}]",
                               f"batch size {size} has no entry in regimes (regimes lists "
                               f"{sorted(sizes)})")
+
+
+def _check_hare_job(i: int, job: Job, cluster: Cluster) -> None:
+    """A Hare job's types exist, one of them with GPUs it can use, and its switch costs name
+    known types."""
+    types = cluster.accelerators
+    if job.task_seconds is not None:
+        for acc in job.task_seconds:
+            if acc not in types:
+                raise _FieldError(f"jobs[{i}].task_seconds.{acc}",
+                                  f"unknown accelerator {acc!r} (cluster has {sorted(types)})")
+        if not any(types[acc].count > 0 for acc in job.task_seconds):
+            raise _FieldError(
+                f"jobs[{i}].task_seconds",
+                f"the job's tasks can run on no GPU type present (task_seconds lists "
+                f"{sorted(job.task_seconds)}; the cluster has GPUs of "
+                f"{sorted(k for k, p in types.items() if p.count > 0)})")
+    if isinstance(job.switch_seconds, dict):
+        for acc in job.switch_seconds:
+            if acc not in types:
+                raise _FieldError(f"jobs[{i}].switch_seconds.{acc}",
+                                  f"switch cost for unknown accelerator {acc!r} (cluster has "
+                                  f"{sorted(types)})")
 
 
 def _check_gpu_keys(where: str, profile: dict[str, float] | None) -> None:

@@ -84,7 +84,12 @@ class PairShare(_Model):
 
 
 class ScheduleEntry(_Model):
-    """One timed placement: ``job`` runs on ``gpus`` GPUs from ``start`` to ``end`` (s)."""
+    """One timed placement: ``job`` runs on ``gpus`` GPUs from ``start`` to ``end`` (s).
+
+    A Hare task is one entry: ``round`` (0-based), ``task`` (its index 0..m_j-1 within the
+    round), ``accelerator`` and ``gpu_ids`` = [the GPU's index within that type's pool,
+    0..n_k-1], ``gpus`` = 1.
+    """
 
     job: str
     start: float
@@ -94,6 +99,8 @@ class ScheduleEntry(_Model):
     gpus: int = 1
     config: str | None = None
     round: int | None = None
+    task: int | None = None
+    gpu_ids: list[int] | None = None
 
 
 class Placement(_Model):
