@@ -343,7 +343,13 @@ def check_schedule(instance: Instance, solution: Solution, *, tol: float = 1e-6)
       ``runtime_s``;
     * Hare jobs (``rounds`` / ``tasks_per_round`` set): every entry has a round index in
       0..R_j-1 (0-based); round r holds m_j tasks; barrier: every task of round r+1 starts
-      after every task of round r ended; a task on type k lasts at least task_seconds[k].
+      after every task of round r ended; a task on type k lasts task_seconds[k] (exactly);
+      with task indices (``task``), each (round, index) in 0..m_j-1 appears exactly once;
+    * Hare GPUs (:func:`_check_hare_gpus`): a task names its GPU within its type
+      (``gpu_ids = [g]``, 0 <= g < n_k; implicit on a type of one GPU); a GPU runs one task at
+      a time; a task that follows another job's task on its GPU starts at least
+      sigma[job, type] after that task ended (``switch_seconds``); a GPU's first task pays
+      sigma only when ``params.switch_on_first_task``.
     """
     out = _check_schedule_entries(instance, solution.schedule, tol)
     running = _one_entry_per_group(solution)
@@ -360,6 +366,7 @@ def check_schedule(instance: Instance, solution: Solution, *, tol: float = 1e-6)
             out += _check_saturn_job(instance, job, entries, tol)
         if job.rounds is not None or job.tasks_per_round is not None:
             out += _check_hare_job(job, by_job.get(job.id, []), tol)
+    out += _check_hare_gpus(instance, solution.schedule, tol)
     return out
 
 
@@ -641,6 +648,7 @@ def _check_hare_job(job: Job, entries: list[ScheduleEntry], tol: float) -> list[
             if n != job.tasks_per_round:
                 out.append(f"job {job.id}: round {r} has {n} tasks, expected "
                            f"{job.tasks_per_round}")
+    out += _check_hare_task_indices(job, by_round)
     present = sorted(by_round)
     for r, nxt in pairwise(present):
         ended = max(e.end for e in by_round[r])
@@ -664,7 +672,83 @@ def _check_hare_task_time(job: Job, e: ScheduleEntry, tol: float) -> list[str]:
     if runs < need - _duration_tol(need, tol):
         return [f"job {job.id}: task on {e.accelerator} runs {runs:.9g} s < its task time "
                 f"{need:.9g} s"]
+    if runs > need + _duration_tol(need, tol):
+        return [f"job {job.id}: task on {e.accelerator} runs {runs:.9g} s > its task time "
+                f"{need:.9g} s (a task runs exactly its task time)"]
     return []
+
+
+def _check_hare_task_indices(job: Job, by_round: dict[int, list[ScheduleEntry]]) -> list[str]:
+    """With task indices given: each (round, index), index in 0..m_j-1, appears once."""
+    out: list[str] = []
+    for r, entries in sorted(by_round.items()):
+        indices = Counter(e.task for e in entries if e.task is not None)
+        for index, times in sorted(indices.items()):
+            if job.tasks_per_round is not None and not 0 <= index < job.tasks_per_round:
+                out.append(f"job {job.id}: round {r} task index {index} outside "
+                           f"0..{job.tasks_per_round - 1}")
+            elif times > 1:
+                out.append(f"job {job.id}: round {r} task {index} runs {times} times "
+                           "(every task runs exactly once)")
+    return out
+
+
+def _hare_gpu(instance: Instance, e: ScheduleEntry) -> tuple[str, int] | str | None:
+    """(type, GPU index) of a Hare task entry; a violation message when the entry names no
+    GPU where it must or one outside the pool; None when its type is unknown (reported
+    elsewhere)."""
+    acc = _entry_type(instance, e)
+    if acc is None:
+        return None
+    count = instance.cluster.accelerators[acc].count
+    if e.gpu_ids is None:
+        if count == 1:
+            return acc, 0
+        return (f"job {e.job}: task at t={e.start:.9g} s on {acc} names no GPU (gpu_ids; the "
+                f"type has {count} GPUs)")
+    if len(e.gpu_ids) != 1 or not 0 <= e.gpu_ids[0] < count:
+        return (f"job {e.job}: task at t={e.start:.9g} s on {acc} has gpu_ids {e.gpu_ids} "
+                f"(one index in 0..{count - 1})")
+    return acc, e.gpu_ids[0]
+
+
+def _check_hare_gpus(instance: Instance, schedule: Sequence[ScheduleEntry],
+                     tol: float) -> list[str]:
+    """Per GPU, tasks of Hare jobs in start order: no overlap, switch gaps, first task."""
+    out: list[str] = []
+    jobs = {job.id: job for job in instance.jobs}
+    on_gpu: dict[tuple[str, int], list[ScheduleEntry]] = defaultdict(list)
+    for e in schedule:
+        job = jobs.get(e.job)
+        if job is None or (job.rounds is None and job.tasks_per_round is None):
+            continue
+        gpu = _hare_gpu(instance, e)
+        if isinstance(gpu, str):
+            out.append(gpu)
+        elif gpu is not None:
+            on_gpu[gpu].append(e)
+    first_pays = instance.params.switch_on_first_task
+    for (acc, g), entries in sorted(on_gpu.items()):
+        entries.sort(key=lambda e: (e.start, e.end))
+        first = entries[0]
+        need = jobs[first.job].switch_seconds_on(acc)
+        if first_pays and first.start < need - tol:
+            out.append(f"{acc} GPU {g}: first task (job {first.job}) starts at "
+                       f"{first.start:.9g} s < its switch time {need:.9g} s "
+                       "(switch_on_first_task)")
+        for a, b in pairwise(entries):
+            if b.start < a.end - tol:
+                out.append(f"{acc} GPU {g}: tasks of {a.job} [{a.start:.9g}, {a.end:.9g}) and "
+                           f"{b.job} [{b.start:.9g}, {b.end:.9g}) overlap")
+                continue
+            if a.job == b.job:
+                continue
+            need = jobs[b.job].switch_seconds_on(acc)
+            if b.start < a.end + need - tol:
+                out.append(f"{acc} GPU {g}: task of {b.job} starts at {b.start:.9g} s, "
+                           f"{b.start - a.end:.9g} s after {a.job}'s task ended; the switch "
+                           f"needs {need:.9g} s")
+    return out
 
 
 # ---------------------------------------------------------------------- merged groups

@@ -178,6 +178,29 @@ def hare_base() -> Case:
     ])
 
 
+def hare_gpus_base() -> Case:
+    """Two V100s and one K80; h: 2 rounds of 2 tasks (sigma 0.5 s on V100), g: one task
+    (sigma 1 s everywhere) on V100 GPU 0 at t = 5, 1 s after h's last task there."""
+    document = {
+        "cluster": {"accelerators": {"v100": {"count": 2}, "k80": {"count": 1}}},
+        "jobs": [{"id": "h", "rounds": 2, "tasks_per_round": 2,
+                  "task_seconds": {"v100": 1.0, "k80": 3.0}, "switch_seconds": {"v100": 0.5}},
+                 {"id": "g", "rounds": 1, "tasks_per_round": 1,
+                  "task_seconds": {"v100": 2.0}, "switch_seconds": 1.0}],
+    }
+
+    def task(job: str, q: int, i: int, acc: str, gpu: int, start: float,
+             end: float) -> ScheduleEntry:
+        return ScheduleEntry(job=job, start=start, end=end, accelerator=acc, round=q, task=i,
+                             gpu_ids=[gpu])
+
+    return document, make_solution(document, schedule=[
+        task("h", 0, 0, "v100", 0, 0, 1), task("h", 0, 1, "k80", 0, 0, 3),
+        task("h", 1, 0, "v100", 0, 3, 4), task("h", 1, 1, "v100", 1, 3, 4),
+        task("g", 0, 0, "v100", 0, 5, 7),
+    ])
+
+
 def titan_base() -> Case:
     """Titan tasks on 8 V100s: a (CIFAR-10) and b (Cat-vs-Dog) fine-tune vit-base, merged,
     on all 8 GPUs over [0, 25); c (AG News, roberta-base) alone over [25, 45)."""
@@ -206,6 +229,7 @@ BASES: dict[str, Callable[[], Case]] = {
     "saturn": saturn_base,
     "segments": segments_base,
     "hare": hare_base,
+    "hare_gpus": hare_gpus_base,
     "titan": titan_base,
 }
 
@@ -511,6 +535,38 @@ MUTATIONS: list[Mutation] = [
              "job {}: task on {} runs {} s < its task time {} s", "hare",
              lambda d, s: _set(s.schedule[1], end=2),
              "job h: task on k80 runs 2 s < its task time 3 s"),
+    Mutation("task too long", "_check_hare_task_time",
+             "job {}: task on {} runs {} s > its task time {} s (a task runs exactly its task "
+             "time)", "hare", lambda d, s: _set(s.schedule[1], end=4),
+             "job h: task on k80 runs 4 s > its task time 3 s"),
+    Mutation("task index out of range", "_check_hare_task_indices",
+             "job {}: round {} task index {} outside 0..{}", "hare_gpus",
+             lambda d, s: _set(s.schedule[3], task=2), "job h: round 1 task index 2 outside 0..1"),
+    Mutation("task run twice", "_check_hare_task_indices",
+             "job {}: round {} task {} runs {} times (every task runs exactly once)", "hare_gpus",
+             lambda d, s: _set(s.schedule[3], task=0), "job h: round 1 task 0 runs 2 times"),
+    Mutation("task names no GPU", "_hare_gpu",
+             "job {}: task at t={} s on {} names no GPU (gpu_ids; the type has {} GPUs)",
+             "hare_gpus", lambda d, s: _set(s.schedule[2], gpu_ids=None),
+             "job h: task at t=3 s on v100 names no GPU (gpu_ids; the type has 2 GPUs)"),
+    Mutation("task on a GPU outside the pool", "_hare_gpu",
+             "job {}: task at t={} s on {} has gpu_ids {} (one index in 0..{})", "hare_gpus",
+             lambda d, s: _set(s.schedule[2], gpu_ids=[2]),
+             "job h: task at t=3 s on v100 has gpu_ids [2] (one index in 0..1)"),
+    Mutation("two tasks on one GPU at once", "_check_hare_gpus",
+             "{} GPU {}: tasks of {} [{}, {}) and {} [{}, {}) overlap", "hare_gpus",
+             lambda d, s: _set(s.schedule[3], gpu_ids=[0]),
+             "v100 GPU 0: tasks of h [3, 4) and h [3, 4) overlap"),
+    Mutation("switch gap too short", "_check_hare_gpus",
+             "{} GPU {}: task of {} starts at {} s, {} s after {}'s task ended; the switch "
+             "needs {} s", "hare_gpus", lambda d, s: _set(s.schedule[4], start=4.5, end=6.5),
+             "v100 GPU 0: task of g starts at 4.5 s, 0.5 s after h's task ended; the switch "
+             "needs 1 s"),
+    Mutation("first task without its switch", "_check_hare_gpus",
+             "{} GPU {}: first task (job {}) starts at {} s < its switch time {} s "
+             "(switch_on_first_task)", "hare_gpus",
+             lambda d, s: d.setdefault("params", {}).__setitem__("switch_on_first_task", True),
+             "v100 GPU 0: first task (job h) starts at 0 s < its switch time 0.5 s"),
     # ------------------------------------------------------------ Titan groups
     Mutation("group of one task", "check_groups",
              "group {}: {} task(s) (a merged group has at least 2)", "titan",
