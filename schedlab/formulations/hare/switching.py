@@ -262,6 +262,31 @@ def job_model(job_type: str | None, job_id: str) -> str:
     return label.split(" (", 1)[0]
 
 
+def switch_seconds_for(
+    model: SwitchModel,
+    model_name: str,
+    model_memory_gb: float,
+    types: Iterable[str],
+    gpu_memory_gb: Mapping[str, float],
+    *,
+    resident: bool = True,
+) -> dict[str, float]:
+    """{type: sigma} for one job's model on ``types``; ``resident`` as in
+    :func:`switch_seconds_map`.  Raises InputError for a type without GPU memory."""
+    row: dict[str, float] = {}
+    for k in types:
+        key = k.lower()
+        if key not in gpu_memory_gb:
+            raise InputError(f"no GPU memory for type {k!r}", field="gpu_type")
+        ctx = SwitchContext(
+            model=model_name, gpu_type=key, model_memory_gb=model_memory_gb,
+            gpu_memory_gb=gpu_memory_gb[key],
+            resident=resident and can_retain(model_memory_gb, gpu_memory_gb[key]),
+        )
+        row[k] = model.seconds(ctx)
+    return row
+
+
 def switch_seconds_map(
     instance: Instance,
     model: SwitchModel,
@@ -295,17 +320,9 @@ def switch_seconds_map(
             raise InputError(f"no model memory for {name!r} (job {job.id!r})",
                              field=f"jobs[{i}].model_memory_gb")
         types = list(job.task_seconds) if job.task_seconds else instance.cluster.types
-        row: dict[str, float] = {}
-        for k in types:
-            key = k.lower()
-            if key not in gpu_mem:
-                raise InputError(f"no GPU memory for type {k!r}",
-                                 field=f"jobs[{i}].task_seconds.{k}")
-            ctx = SwitchContext(
-                model=name, gpu_type=key, model_memory_gb=memory,
-                gpu_memory_gb=gpu_mem[key],
-                resident=resident and can_retain(memory, gpu_mem[key]),
-            )
-            row[k] = model.seconds(ctx)
+        try:
+            row = switch_seconds_for(model, name, memory, types, gpu_mem, resident=resident)
+        except InputError as error:
+            raise InputError(error.reason, field=f"jobs[{i}].task_seconds") from None
         out[job.id] = row
     return out
