@@ -1,7 +1,7 @@
 """The built-in formulation names, one table per paper, registered lazily.
 
-:data:`GAVEL_FORMULATIONS`, :data:`SATURN_FORMULATIONS`, :data:`SHOCKWAVE_FORMULATIONS` and
-:data:`TITAN_FORMULATIONS` hold one row per name:
+:data:`GAVEL_FORMULATIONS`, :data:`SATURN_FORMULATIONS`, :data:`SHOCKWAVE_FORMULATIONS`,
+:data:`TITAN_FORMULATIONS` and :data:`HARE_FORMULATIONS` hold one row per name:
 ``(name, "module:Class", description, keyword arguments of the variant)``.  The registry
 (:data:`schedlab.registry.FORMULATIONS`) calls :func:`register_builtin_formulations` on first
 use; the factories are strings, so listing the names imports no formulation module.  Every
@@ -109,8 +109,21 @@ TITAN_FORMULATIONS: tuple[Row, ...] = (
      "Titan: one round's ILP, GPUs per task or merged pair (the public code's)", {}),
 )
 
+_HARE = "schedlab.formulations.hare"
+
+HARE_FORMULATIONS: tuple[Row, ...] = (
+    ("hare.exact", f"{_HARE}.exact:Exact",
+     "Hare: exact MILP for small instances (continuous time, immediate successors per GPU, "
+     "switch gaps exact)", {}),
+    ("hare.lp_bound", f"{_HARE}.lp_bound:HareLpBound",
+     "Hare: interval-indexed LP lower bound on the total weighted completion time", {}),
+    ("hare.greedy", f"{_HARE}.greedy:HareGreedy",
+     "Hare: rounds in the LP order, each task on the GPU that ends it earliest", {}),
+)
+
 BUILTIN_FORMULATIONS: tuple[Row, ...] = (GAVEL_FORMULATIONS + SATURN_FORMULATIONS
-                                         + SHOCKWAVE_FORMULATIONS + TITAN_FORMULATIONS)
+                                         + SHOCKWAVE_FORMULATIONS + TITAN_FORMULATIONS
+                                         + HARE_FORMULATIONS)
 
 
 def register_builtin_formulations(registry: Registry[Any]) -> None:

@@ -1,0 +1,175 @@
+r"""``hare.greedy``: list scheduling in the LP order, each task on the GPU that ends it earliest.
+
+Rounds are placed one at a time.  A round is *ready* when its job's previous round has been
+placed (round 0: at once); its ready time t_u is the end of the previous round's last task
+(the barrier), or r_j for round 0.  Among the ready rounds the one with the smallest priority
+
+    pi_u = max(t_u, min(L_u, t_u + Delta))
+
+is placed next (ties: job order of the LP, then job index), where L_u is the round's LP
+completion time C[u] (:mod:`schedlab.formulations.hare.lp_bound`; without an LP, the trivial
+r_j + (q+1) pmin_j) and Delta = ``max_wait_s``.  Its m_j tasks go one by one to the GPU g
+(any type the job can use) that ends the task earliest:
+
+    start = max(t_u, free_g + gap),  end = start + p[j, type(g)],
+
+free_g = the end of the last task placed on g, gap = sigma[j, type(g)] when g's last task
+belongs to another job (or g has none and ``params.switch_on_first_task``), else 0; ties go
+to the lower type, then GPU index.  A task goes after the GPU's last task (list order, no
+backfilling into earlier idle gaps).
+
+**Starvation-freedom.**  pi_u lies in [t_u, t_u + Delta].  A round that becomes ready more
+than Delta after round u has priority > t_u + Delta >= pi_u, so it is placed after u: no
+round is overtaken by rounds that became ready more than Delta later, whatever their
+weights or LP order (tests/test_hare_greedy.py checks it on the placement order).
+
+**Reporting.**  Status ``feasible``; ``bound`` = the LP optimum when it was proven (the
+objective is then >= it), ``metrics["bound_ratio"]`` = greedy / bound on sum_j w_j C_j,
+``weighted_jct``, ``order`` (the placement order of the rounds as [job, round]).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from typing import ClassVar
+
+import numpy as np
+
+from schedlab.errors import InputError
+from schedlab.formulations.base import Method
+from schedlab.formulations.hare.lp_bound import DEFAULT_EPS, example_instance, lp_relaxation
+from schedlab.formulations.hare.model import (
+    FloatArray,
+    HareData,
+    IntArray,
+    Task,
+    hare_data,
+    hare_solution,
+    objective_of_schedule,
+)
+from schedlab.instance import Instance
+from schedlab.solution import Solution, Status, Timings
+from schedlab.solvers import SolverOptions
+
+#: Default Delta of the starvation rule, s (the seed's horizon: most jobs end in 25 min).
+DEFAULT_MAX_WAIT_S = 1800.0
+
+
+def greedy_schedule(data: HareData, round_keys: FloatArray, job_rank: IntArray,
+                    max_wait_s: float) -> tuple[list[Task], list[tuple[int, int]]]:
+    """The module docstring's list schedule; returns the tasks and the placement order of
+    the rounds as (job, round).  ``round_keys``: L_u in (job, round) order; ``job_rank``:
+    each job's position in the LP order (ties)."""
+    starts = np.concatenate([[0], np.cumsum(data.rounds)])
+    gpu_type = np.repeat(np.arange(data.num_types), data.gpus)
+    gpu_local = np.concatenate([np.arange(n) for n in data.gpus]) if len(gpu_type) else \
+        np.zeros(0, dtype=np.int64)
+    free = np.zeros(len(gpu_type))
+    last_job = np.full(len(gpu_type), -1)
+    seconds_on = data.seconds[:, gpu_type]     # (J, G)
+    switch_on = data.switch[:, gpu_type]       # (J, G)
+    first_gap = 1.0 if data.first_task_pays else 0.0
+    heap: list[tuple[float, int, int, int, float]] = []
+
+    def push(j: int, q: int, ready: float) -> None:
+        key = float(round_keys[starts[j] + q])
+        priority = max(ready, min(key, ready + max_wait_s))
+        heapq.heappush(heap, (priority, int(job_rank[j]), j, q, ready))
+
+    for j in range(data.num_jobs):
+        push(j, 0, float(data.arrival[j]))
+    tasks: list[Task] = []
+    order: list[tuple[int, int]] = []
+    while heap:
+        _, _, j, q, ready = heapq.heappop(heap)
+        order.append((j, q))
+        p = seconds_on[j]
+        round_end = ready
+        for index in range(int(data.tasks[j])):
+            gap = np.where(last_job == j, 0.0,
+                           np.where(last_job < 0, first_gap, 1.0) * switch_on[j])
+            start = np.maximum(ready, free + gap)
+            end = start + p
+            g = int(np.argmin(end))  # inf where the job cannot run; first minimum on ties
+            tasks.append(Task(job=j, round=q, index=index, type=int(gpu_type[g]),
+                              gpu=int(gpu_local[g]), start=float(start[g]), end=float(end[g])))
+            free[g] = end[g]
+            last_job[g] = j
+            round_end = max(round_end, float(end[g]))
+        if q + 1 < data.rounds[j]:
+            push(j, q + 1, round_end)
+    return tasks, order
+
+
+class HareGreedy(Method):
+    """``hare.greedy`` (module docstring).
+
+    Args:
+        use_lp: order by the LP's round completion times (False: by the trivial
+            r_j + (q+1) pmin_j, no LP solved and no bound).
+        max_wait_s: Delta of the starvation rule, s.
+        eps: the LP grid's eps.
+    """
+
+    name = "hare.greedy"
+    description: ClassVar[str] = ("Hare: rounds in the LP order, each task on the GPU that "
+                                  "ends it earliest (barriers, switch costs, arrivals)")
+    objective_sense = "minimize"
+
+    def __init__(self, *, use_lp: bool = True, max_wait_s: float = DEFAULT_MAX_WAIT_S,
+                 eps: float = DEFAULT_EPS) -> None:
+        if not (max_wait_s >= 0 and not math.isnan(max_wait_s)):
+            raise InputError(f"max_wait_s must be >= 0, got {max_wait_s}", field="max_wait_s")
+        self.use_lp = use_lp
+        self.max_wait_s = max_wait_s
+        self.eps = eps
+
+    def validate(self, instance: Instance) -> None:
+        """Every job has rounds, tasks_per_round and task_seconds."""
+        hare_data(instance, self.name)
+
+    def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
+        """LP (unless ``use_lp`` is off), then the list schedule."""
+        data = hare_data(instance, self.name)
+        t0 = time.perf_counter()
+        job_of = np.repeat(np.arange(data.num_jobs), data.rounds)
+        q_of = np.concatenate([np.arange(r) for r in data.rounds])
+        keys = data.arrival[job_of] + (q_of + 1) * data.min_seconds[job_of]
+        rank = np.arange(data.num_jobs)
+        bound = None
+        diagnostics: list[str] = []
+        lp_s = 0.0
+        if self.use_lp:
+            lp = lp_relaxation(data, options, eps=self.eps)
+            lp_s = time.perf_counter() - t0
+            if lp.round_completion is not None:
+                keys = lp.round_completion
+                rank = np.empty(data.num_jobs, dtype=np.int64)
+                rank[lp.order] = np.arange(data.num_jobs)
+                bound = lp.bound
+            else:
+                diagnostics.append(f"LP not solved ({lp.result.status.value}: "
+                                   f"{lp.result.message}); fallback: the trivial order")
+        t1 = time.perf_counter()
+        tasks, order = greedy_schedule(data, keys, rank, self.max_wait_s)
+        solution = hare_solution(instance, self.name, data, tasks, status=Status.FEASIBLE,
+                                 bound=bound)
+        solution.solver = (options or SolverOptions()).solver if self.use_lp else "none"
+        solution.diagnostics += diagnostics
+        solution.metrics.update(order=[[data.job_ids[j], q] for j, q in order],
+                                trivial_bound=data.trivial_bound(), lp_s=lp_s,
+                                greedy_s=time.perf_counter() - t1)
+        solution.timings = Timings(build_s=0.0, solve_s=lp_s,
+                                   extract_s=time.perf_counter() - t1)
+        return solution
+
+    def objective_of(self, instance: Instance, solution: Solution) -> float | None:
+        """sum_j w_j C_j of the schedule."""
+        return objective_of_schedule(instance, solution)
+
+    def example_instance(self) -> Instance:
+        """Four jobs on 2 V100 + 2 K80 (:func:`~schedlab.formulations.hare.lp_bound.
+        example_instance`)."""
+        return example_instance()

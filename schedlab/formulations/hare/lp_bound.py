@@ -1,0 +1,272 @@
+r"""``hare.lp_bound``: an interval-indexed LP whose optimum is a lower bound on sum_j w_j C_j.
+
+Notation of :mod:`schedlab.formulations.hare.model`; rounds u = (j, q), q = 0..R_j-1;
+pmin_j = min_k p[j,k].  Interval boundaries b_0 = 0, b_1 = tau_0, b_i = tau_0 (1+eps)^{i-1}
+(i = 1..I-1) and b_I = +inf: intervals i = (b_i, b_{i+1}], the last one open.
+tau_0 = min_j (r_j + pmin_j) (no task ends earlier) and b_{I-1} >= a serial schedule's
+makespan (the last finite boundary only decides how fine the grid is; the open last interval
+keeps the LP valid whatever it is).  The earliest end of a task of round q of j on type k is
+e[u,k] = r_j + q pmin_j + p[j,k].
+
+Columns: x[u,k,i] >= 0 = tasks of round u that *end* in interval i on type k (only where k is
+usable by j and b_{i+1} >= e[u,k]); C[u] = the round's (fractional) completion time;
+F[u,i] = tasks of u ended by b_{i+1}; W[k,i] = GPU-seconds of the tasks on type k ended by
+b_{i+1} (i < I-1).  Rows:
+
+* each task ends somewhere:   sum_{k,i} x[u,k,i] = m_j;
+* completion:                 C[u] >= (1/m_j) sum_{k,i} max(b_i, e[u,k]) x[u,k,i];
+* round chain (valid rows):   C[j,q] >= C[j,q-1] + pmin_j,  C[j,0] >= r_j + pmin_j,
+  hence C[j,R_j-1] >= r_j + R_j pmin_j;
+* round precedence:           F[(j,q),i] <= F[(j,q-1),i]  (no task of round q ends by b_{i+1}
+  unless all of round q-1 has: the fraction done can only trail the previous round's);
+* per-type capacity:          W[k,i] <= n_k b_{i+1};
+* cumulative definitions:     F[u,i] = F[u,i-1] + sum_k x[u,k,i],
+  W[k,i] = W[k,i-1] + sum_u p[j,k] x[u,k,i].
+
+Objective: minimize sum_j w_j C[j, R_j-1].  Validity (docs/formulations/hare.md): a feasible
+schedule gives x (each task counted in the interval of its end), C[u] = the round's real end
+and F, W accordingly; every row holds, so the LP optimum is <= the schedule's sum_j w_j C_j.
+
+**Reporting.**  The Solution has no schedule: ``objective`` = the LP optimum and ``bound`` =
+the solver's bound (equal for an LP proven optimal), status the LP's; ``metrics`` hold
+``lp_completion_s`` {job: C_j}, ``round_completion_s`` {job: [C_jq]}, ``order`` (jobs by LP
+completion, ties by file order), ``trivial_bound`` and ``intervals``.  :func:`lp_relaxation`
+returns the same as :class:`LpBound` for the greedy.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+
+from schedlab.errors import InputError
+from schedlab.formulations.base import Method
+from schedlab.formulations.hare.model import FloatArray, HareData, IntArray, hare_data
+from schedlab.instance import Instance
+from schedlab.solution import InstanceRef, Solution, Status, Timings
+from schedlab.solvers import SolveResult, SolverOptions, matrix_model
+
+#: Default eps of the geometric grid (b_{i+1} = (1 + eps) b_i).
+DEFAULT_EPS = 0.25
+#: Above this many columns the LP is solved by interior point (simplex below).
+IPM_COLUMNS = 20_000
+
+
+@dataclass(frozen=True)
+class LpBound:
+    """The LP's answer: ``result`` (status, objective, bound), ``round_completion`` C[u] per
+    round in (job, round) order, ``completion`` C_j (J,), ``order`` (job indices by C_j),
+    ``boundaries`` b_0..b_{I-1}, ``build_s``."""
+
+    result: SolveResult
+    round_completion: FloatArray | None
+    completion: FloatArray | None
+    order: IntArray
+    boundaries: FloatArray
+    build_s: float
+
+    @property
+    def bound(self) -> float | None:
+        """The proven lower bound on sum_j w_j C_j (None without a proof)."""
+        if self.result.status != Status.OPTIMAL:
+            return None
+        return self.result.bound if self.result.bound is not None else self.result.objective
+
+
+def boundaries(data: HareData, eps: float = DEFAULT_EPS) -> FloatArray:
+    """b_0 = 0, b_1 = tau_0, ..., b_{I-1} >= the serial makespan (module docstring)."""
+    tau0 = float(np.min(data.arrival + data.min_seconds))
+    fastest = np.argmin(data.seconds, axis=1)
+    rows = np.arange(data.num_jobs)
+    per_round = data.seconds[rows, fastest] * np.ceil(data.tasks / data.gpus[fastest])
+    horizon = float(data.arrival.max() + (data.rounds * (per_round + data.switch.max(axis=1)))
+                    .sum())
+    count = max(1, math.ceil(math.log(max(horizon / tau0, 1.0)) / math.log1p(eps)))
+    return np.concatenate([[0.0], tau0 * (1.0 + eps) ** np.arange(count + 1)])
+
+
+def lp_relaxation(data: HareData, options: SolverOptions | None = None, *,
+                  eps: float = DEFAULT_EPS) -> LpBound:
+    """Build and solve the LP of the module docstring from arrays."""
+    t0 = time.perf_counter()
+    b = boundaries(data, eps)
+    n_int = len(b)  # intervals (b_i, b_{i+1}], the last open
+    upper = np.append(b[1:], np.inf)
+    job_of = np.repeat(np.arange(data.num_jobs), data.rounds)
+    q_of = np.concatenate([np.arange(r) for r in data.rounds])
+    n_rounds = len(job_of)
+    m = data.tasks[job_of].astype(float)
+    earliest = (data.arrival[job_of] + q_of * data.min_seconds[job_of])[:, None] \
+        + data.seconds[job_of]                                           # (U, K), inf
+    allowed = np.isfinite(earliest)[:, :, None] & (upper[None, None, :]
+                                                   >= earliest[:, :, None])
+    xu, xk, xi = np.nonzero(allowed)
+    n_x = len(xu)
+    p_x = data.seconds[job_of[xu], xk]
+    left_x = np.maximum(b[xi], earliest[xu, xk])
+    n_cum = n_int - 1  # F and W exist for the finite intervals
+    c_col = n_x + np.arange(n_rounds)
+    f_col = n_x + n_rounds + np.arange(n_rounds * n_cum).reshape(n_rounds, n_cum)
+    w_col = n_x + n_rounds + n_rounds * n_cum + np.arange(data.num_types * n_cum) \
+        .reshape(data.num_types, n_cum)
+    n_cols = n_x + n_rounds + n_rounds * n_cum + data.num_types * n_cum
+    first = np.r_[True, job_of[1:] != job_of[:-1]]
+    last = np.r_[job_of[1:] != job_of[:-1], True]
+    lower = np.zeros(n_cols)
+    lower[c_col[first]] = (data.arrival + data.min_seconds)[job_of[first]]
+    col_upper = np.full(n_cols, np.inf)
+    col_upper[f_col] = m[:, None]
+    w_cap = (data.gpus[:, None] * b[1:n_int][None, :]).astype(float)
+    col_upper[w_col] = w_cap
+    cost = np.zeros(n_cols)
+    cost[c_col[last]] = data.weight[job_of[last]]
+
+    blocks: list[tuple[sp.coo_matrix, FloatArray, FloatArray]] = []
+
+    def block(rows: IntArray, cols: IntArray, vals: FloatArray, n: int, lo: FloatArray,
+              up: FloatArray) -> None:
+        blocks.append((sp.coo_matrix((vals, (rows, cols)), shape=(n, n_cols)), lo, up))
+
+    # each task ends somewhere: sum x = m_j
+    block(xu, xk * 0 + np.arange(n_x), np.ones(n_x), n_rounds, m, m)
+    # completion: C[u] - sum left/m x >= 0
+    block(np.r_[np.arange(n_rounds), xu], np.r_[c_col, np.arange(n_x)],
+          np.r_[np.ones(n_rounds), -left_x / m[xu]], n_rounds, np.zeros(n_rounds),
+          np.full(n_rounds, np.inf))
+    # chain: C[u] - C[u-1] >= pmin_j for q >= 1
+    later = np.nonzero(~first)[0]
+    n_chain = len(later)
+    block(np.r_[np.arange(n_chain), np.arange(n_chain)], np.r_[c_col[later], c_col[later - 1]],
+          np.r_[np.ones(n_chain), -np.ones(n_chain)], n_chain,
+          data.min_seconds[job_of[later]], np.full(n_chain, np.inf))
+    # F[u,i] - F[u,i-1] - sum_k x[u,k,i] = 0 for finite i
+    fin = xi < n_cum
+    rows_f = (np.arange(n_rounds)[:, None] * n_cum + np.arange(n_cum)[None, :]).ravel()
+    prev_u, prev_i = np.nonzero(np.ones((n_rounds, n_cum), bool)[:, 1:])
+    block(np.r_[rows_f, (prev_u * n_cum + prev_i + 1), xu[fin] * n_cum + xi[fin]],
+          np.r_[f_col.ravel(), f_col[prev_u, prev_i], np.nonzero(fin)[0]],
+          np.r_[np.ones(len(rows_f)), -np.ones(len(prev_u)), -np.ones(int(fin.sum()))],
+          n_rounds * n_cum, np.zeros(n_rounds * n_cum), np.zeros(n_rounds * n_cum))
+    # precedence: F[u,i] - F[u-1,i] <= 0
+    pu = np.repeat(later, n_cum)
+    pi = np.tile(np.arange(n_cum), n_chain)
+    n_prec = len(pu)
+    block(np.r_[np.arange(n_prec), np.arange(n_prec)], np.r_[f_col[pu, pi], f_col[pu - 1, pi]],
+          np.r_[np.ones(n_prec), -np.ones(n_prec)], n_prec, np.full(n_prec, -np.inf),
+          np.zeros(n_prec))
+    # W[k,i] - W[k,i-1] - sum p x[.,k,i] = 0
+    kk, ii = np.nonzero(np.ones((data.num_types, n_cum), bool))
+    wk, wi = np.nonzero(np.ones((data.num_types, n_cum), bool)[:, 1:])
+    block(np.r_[kk * n_cum + ii, wk * n_cum + wi + 1, xk[fin] * n_cum + xi[fin]],
+          np.r_[w_col[kk, ii], w_col[wk, wi], np.nonzero(fin)[0]],
+          np.r_[np.ones(len(kk)), -np.ones(len(wk)), -p_x[fin]],
+          data.num_types * n_cum, np.zeros(data.num_types * n_cum),
+          np.zeros(data.num_types * n_cum))
+
+    matrix = sp.vstack([blk for blk, _, _ in blocks]).tocsr()
+    row_lo = np.concatenate([lo for _, lo, _ in blocks])
+    row_up = np.concatenate([up for _, _, up in blocks])
+    opts = (options or SolverOptions()).with_method("ipm" if n_cols > IPM_COLUMNS
+                                                    else "simplex")
+    model = matrix_model(opts)
+    model.add_columns(lower, col_upper, cost)
+    model.add_rows(row_lo, row_up, starts=matrix.indptr, columns=matrix.indices,
+                   values=matrix.data)
+    build_s = time.perf_counter() - t0
+    result = model.solve()
+    round_c = completion = None
+    order = np.arange(data.num_jobs)
+    if result.status.has_solution:
+        values = model.values()
+        round_c = values[c_col]
+        completion = round_c[last]
+        order = np.lexsort((np.arange(data.num_jobs), completion))
+    return LpBound(result=result, round_completion=round_c, completion=completion,
+                   order=order, boundaries=b, build_s=build_s)
+
+
+class HareLpBound(Method):
+    """``hare.lp_bound`` (module docstring).
+
+    Args:
+        eps: the geometric grid's ratio - 1 (smaller: a finer grid, a tighter bound, a
+            larger LP).
+    """
+
+    name = "hare.lp_bound"
+    description: ClassVar[str] = ("Hare: interval-indexed LP lower bound on the total "
+                                  "weighted completion time")
+    objective_sense = "minimize"
+
+    def __init__(self, *, eps: float = DEFAULT_EPS) -> None:
+        if not (math.isfinite(eps) and eps > 0):
+            raise InputError(f"eps must be finite and > 0, got {eps}", field="eps")
+        self.eps = eps
+
+    def validate(self, instance: Instance) -> None:
+        """Every job has rounds, tasks_per_round and task_seconds."""
+        hare_data(instance, self.name)
+
+    def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
+        """Solve the LP; the Solution carries its optimum as objective and bound."""
+        data = hare_data(instance, self.name)
+        t0 = time.perf_counter()
+        lp = lp_relaxation(data, options, eps=self.eps)
+        solution = lp_solution(instance, self.name, data, lp)
+        solution.solver = (options or SolverOptions()).solver
+        solution.timings = Timings(build_s=lp.build_s, solve_s=lp.result.solve_s,
+                                   extract_s=time.perf_counter() - t0 - lp.build_s
+                                   - lp.result.solve_s)
+        return solution
+
+    def example_instance(self) -> Instance:
+        """Four jobs on 2 V100 + 2 K80 (see :func:`example_instance`)."""
+        return example_instance()
+
+
+def lp_solution(instance: Instance, name: str, data: HareData, lp: LpBound) -> Solution:
+    """The Solution of the LP (module docstring, Reporting)."""
+    result = lp.result
+    solution = Solution(instance=InstanceRef(name=instance.name, hash=instance.content_hash()),
+                        formulation=name, status=result.status, objective=result.objective,
+                        bound=result.bound, gap=result.gap)
+    solution.metrics.update(trivial_bound=data.trivial_bound(),
+                            intervals=len(lp.boundaries))
+    if lp.completion is not None and lp.round_completion is not None:
+        starts = np.concatenate([[0], np.cumsum(data.rounds)])
+        solution.metrics.update(
+            lp_completion_s=dict(zip(data.job_ids, lp.completion.tolist(), strict=True)),
+            round_completion_s={job: lp.round_completion[starts[j]:starts[j + 1]].tolist()
+                                for j, job in enumerate(data.job_ids)},
+            order=[data.job_ids[j] for j in lp.order])
+        solution.diagnostics.append(
+            "objective = the LP relaxation's optimum, a lower bound on sum_j w_j C_j of every "
+            "feasible schedule; no schedule")
+    else:
+        solution.diagnostics.append(f"solver: {result.message}")
+    return solution
+
+
+def example_instance() -> Instance:
+    """Four jobs (weights 1-3, one arriving at 2 s, switch costs) on 2 V100 + 2 K80."""
+    from schedlab.instance import instance_from_dict
+
+    return instance_from_dict({
+        "name": "hare-example",
+        "cluster": {"accelerators": {"v100": {"count": 2}, "k80": {"count": 2}}},
+        "jobs": [
+            {"id": "a", "weight": 3.0, "rounds": 2, "tasks_per_round": 2,
+             "task_seconds": {"v100": 2.0, "k80": 5.0}, "switch_seconds": {"v100": 0.5}},
+            {"id": "b", "weight": 1.0, "rounds": 3, "tasks_per_round": 1,
+             "task_seconds": {"v100": 3.0, "k80": 4.0}, "switch_seconds": 0.25},
+            {"id": "c", "weight": 2.0, "arrival": 2.0, "rounds": 1, "tasks_per_round": 4,
+             "task_seconds": {"k80": 3.0}},
+            {"id": "d", "weight": 1.0, "rounds": 2, "tasks_per_round": 2,
+             "task_seconds": {"v100": 1.0, "k80": 1.5}, "switch_seconds": 1.0},
+        ],
+    })
