@@ -198,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "realized instance (default: 60)")
     saturn.set_defaults(handler=_cmd_tables_saturn)
     _add_shockwave_table(which, common)
+    _add_titan_table(which, common)
 
     schema = sub.add_parser("schema", parents=[common], help="print a JSON Schema",
                             description="Print the JSON Schema of a file format.")
@@ -640,6 +641,79 @@ def _cmd_tables_shockwave(args: argparse.Namespace) -> int:
     written = sw.write_outputs(table, out)
     if not args.quiet:
         sys.stdout.write(sw.render_markdown(table))
+    _console().print("wrote " + ", ".join(str(p) for p in written), markup=False)
+    return EXIT_OK
+
+
+def _add_titan_table(which: Any, common: argparse.ArgumentParser) -> None:
+    """``tables titan``: Titan's Table 3 and the density sweep (docs/reproduction.md)."""
+    import os
+
+    titan = which.add_parser(
+        "titan", parents=[common],
+        help="Titan: average JCT and makespan of SRTF, Tiresias and Titan's ablations",
+        description="Simulate Titan fine-tuning workloads on 64 GPUs in Titan's world (switch "
+        "costs, elastic GPU counts, merged pairs) under SRTF, Tiresias (2 queues, 4 GPU-h), "
+        "Titan without the task merger, without the pipelined switch, and Titan, for several "
+        "seeds and densities; write titan.md, titan.csv and titan_density.png to --out. "
+        "Finished simulations are kept in OUT/cells/ and reused. See docs/reproduction.md.")
+    titan.add_argument("--out", required=True, metavar="DIR",
+                       help="output folder (created if missing)")
+    titan.add_argument("--quick", action="store_true",
+                       help="a small table: 16 GPUs, 8-16 tasks up to 2 h, densities 1 and 2, "
+                       "1 seed")
+    titan.add_argument("--seeds", type=_positive_int, metavar="N",
+                       help="seeds FIRST..FIRST+N-1 (default: 3; --quick: 1)")
+    titan.add_argument("--first-seed", type=_nonnegative_int, default=0, metavar="S",
+                       help="first seed (default: 0)")
+    titan.add_argument("--gpus", type=_positive_int, metavar="G",
+                       help="GPUs, whole nodes of 4 (default: 64; --quick: 16)")
+    titan.add_argument("--density", type=_positive_float, metavar="D",
+                       help="density of the main table (default: 1)")
+    titan.add_argument("--model", default="mixed",
+                       choices=("mixed", "vit-base", "vit-large", "roberta-base",
+                                "roberta-large"),
+                       help="base model of every task, or a mix (default: mixed)")
+    titan.add_argument("--workers", type=_positive_int, metavar="W",
+                       default=min(2, os.cpu_count() or 1),
+                       help="simulations in parallel, in local processes (default: "
+                       "%(default)s)")
+    titan.set_defaults(handler=_cmd_tables_titan)
+
+
+def _cmd_tables_titan(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from schedlab.analysis.tables import titan as tt
+
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise InputError("is a file; --out needs a folder", file=str(out), field="--out")
+    settings = tt.quick_settings() if args.quick else tt.TableSettings()
+    count = args.seeds or len(settings.seeds)
+    settings = replace(settings, seeds=tuple(range(args.first_seed, args.first_seed + count)),
+                       workers=args.workers)
+    if args.gpus is not None:
+        settings = replace(settings, gpus=args.gpus)
+    if args.density is not None:
+        settings = replace(settings, density=args.density)
+    settings = replace(settings, model=args.model)
+    stderr = Console(stderr=True)
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=stderr,
+                        disable=args.quiet or not stderr.is_terminal, transient=True)
+    with progress:
+        task = progress.add_task("titan table", total=tt.cells_count(settings))
+
+        def step(done: str) -> None:
+            progress.update(task, advance=1, description=done)
+
+        table = tt.titan_table(settings, out, on_cell=step)
+    written = tt.write_outputs(table, out)
+    if not args.quiet:
+        sys.stdout.write(tt.render_markdown(table))
     _console().print("wrote " + ", ".join(str(p) for p in written), markup=False)
     return EXIT_OK
 

@@ -1,0 +1,534 @@
+"""Titan's comparison table: average JCT and makespan of SRTF, Tiresias and Titan's ablations
+on fine-tuning workloads of 64 GPUs, and the density sweep.
+
+The paper (Gao et al., SoCC'22, Table 3) reports, on its FM fine-tuning traces: SRTF 1.68 h
+average JCT and 33.09 h makespan, Tiresias 1.67 h / 33.09 h, Titan without the task merger
+1.23 h / 33.11 h, Titan without the pipelined switch 1.16 h / 29.01 h, Titan 1.04 h / 29.01 h
+(Figure 5: Titan stays ahead as the workload density grows).  This table measures what our
+implementation gives on our generator, without tuning towards the claim.
+
+**What is run.**  For each seed s (default 0, 1, 2) and density rho: the instance
+``generate_titan_instance(gpus=G, density=rho, seed=s, model="mixed")`` (Titan's recipe,
+:mod:`schedlab.workloads.titan`: about rho x G tasks over an 8-hour day, 120 s rounds), and for
+each policy (label, registered name, keyword arguments) one elastic simulation
+(:func:`~schedlab.simulator.elastic.simulate_elastic`, Titan's world: switch costs at every
+reallocation, elastic GPU counts, merged pairs).  A policy without ``plan`` (SRTF, Tiresias)
+runs through :class:`~schedlab.simulator.elastic_gangs.FixedGangs`: each task on the GPUs it
+requested.  Tiresias has two queues split at 4 GPU-hours (``thresholds_gpu_s=(14400,)``).
+The main table is density :attr:`TableSettings.density` (default 1); the sweep runs every
+density of :attr:`TableSettings.densities` (1, 1.5, 2; its density-1 cells are the table's).
+
+**Metrics** per (seed, density, policy) cell, from its per-task records (arrival a_j, finish
+f_j): average JCT = mean of f_j - a_j, makespan = max f_j - min a_j (s), both also as ratios
+to SRTF on the same seed and density; ``merged`` = tasks that ran in a merged pair.  Every
+value is reported as mean and sample standard deviation over the seeds.
+
+**Cache.**  Each cell is written, atomically, as ``cells/<policy>__d<density>__seed<s>__<key>
+.json`` (per-task arrival, start, finish, merged flag; wall and solver seconds) and reused by a
+re-run; ``key`` digests the instance, the policy and its arguments, and the source of every
+``schedlab`` module outside ``schedlab.analysis`` and the command line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from schedlab.atomic import atomic_path, write_bytes_atomic
+from schedlab.errors import InputError
+from schedlab.instance import Instance
+
+log = logging.getLogger(__name__)
+
+#: (label, registered policy name, keyword arguments) in row order.
+POLICIES: tuple[tuple[str, str, Mapping[str, Any]], ...] = (
+    ("SRTF", "srtf", {}),
+    ("Tiresias", "tiresias", {"thresholds_gpu_s": (14400.0,)}),
+    ("Titan (w/o task merger)", "titan_no_merge", {}),
+    ("Titan (w/o pipeline switch)", "titan_no_pipeline", {}),
+    ("Titan", "titan", {}),
+)
+#: The ratios' reference.
+REFERENCE = "srtf"
+#: The paper's Table 3 (h): policy -> (average JCT, makespan).
+PAPER_TABLE_H: Mapping[str, tuple[float, float]] = {
+    "srtf": (1.68, 33.09), "tiresias": (1.67, 33.09), "titan_no_merge": (1.23, 33.11),
+    "titan_no_pipeline": (1.16, 29.01), "titan": (1.04, 29.01),
+}
+DEFAULT_SEEDS: tuple[int, ...] = (0, 1, 2)
+DENSITIES: tuple[float, ...] = (1.0, 1.5, 2.0)
+MARKDOWN_NAME = "titan.md"
+CSV_NAME = "titan.csv"
+PLOT_NAME = "titan_density.png"
+CELLS_FOLDER = "cells"
+CELL_FORMAT = 1
+HOUR_S = 3600.0
+
+
+@dataclass(frozen=True)
+class TableSettings:
+    """How the table is computed: ``gpus`` GPUs (nodes of 4), the main table at ``density``,
+    the sweep over ``densities``, ``jobs_per_gpu`` tasks per GPU at density 1, task durations
+    at the request up to ``max_duration_s``, ``policies`` in row order, ``workers``
+    simulations at once in local processes."""
+
+    gpus: int = 64
+    density: float = 1.0
+    densities: tuple[float, ...] = DENSITIES
+    jobs_per_gpu: float = 1.0
+    max_duration_s: float = 36000.0
+    model: str = "mixed"
+    seeds: tuple[int, ...] = DEFAULT_SEEDS
+    policies: tuple[tuple[str, str, Mapping[str, Any]], ...] = POLICIES
+    workers: int = 1
+
+    def describe(self) -> str:
+        """One sentence: the workload and the seeds."""
+        seeds = ", ".join(str(s) for s in self.seeds)
+        hours = self.max_duration_s / HOUR_S
+        return (f"Titan workloads ({self.model} base models, {self.jobs_per_gpu:g} task(s) per "
+                f"GPU at density 1, durations 5 min to {hours:g} h) on {self.gpus} GPUs in "
+                f"nodes of 4, 120 s rounds, seed(s) {seeds}")
+
+    @property
+    def all_densities(self) -> tuple[float, ...]:
+        """The sweep's densities with the main table's, ascending."""
+        return tuple(sorted({*self.densities, self.density}))
+
+
+def quick_settings(**overrides: Any) -> TableSettings:
+    """The ``--quick`` table (well under a minute): 16 GPUs, 0.5 tasks per GPU, durations up
+    to 2 h, densities 1 and 2, seed 0, all five policies."""
+    base = TableSettings(gpus=16, densities=(1.0, 2.0), jobs_per_gpu=0.5,
+                         max_duration_s=7200.0, seeds=(0,))
+    return replace(base, **overrides)
+
+
+def check_settings(settings: TableSettings) -> None:
+    """Raise :class:`~schedlab.errors.InputError` for settings that cannot make a table."""
+    if not settings.seeds or len(set(settings.seeds)) != len(settings.seeds):
+        raise InputError("the table needs distinct seeds", field="--seeds")
+    if any(s < 0 for s in settings.seeds):
+        raise InputError("seeds must be >= 0", field="--seeds")
+    if settings.gpus < 4 or settings.gpus % 4:
+        raise InputError(f"GPUs must be whole nodes of 4, got {settings.gpus}", field="--gpus")
+    if any(not (math.isfinite(d) and d > 0) for d in settings.all_densities):
+        raise InputError("densities must be positive", field="--densities")
+    if settings.workers < 1:
+        raise InputError(f"workers must be >= 1, got {settings.workers}", field="--workers")
+    names = [name for _, name, _ in settings.policies]
+    if not names or len(set(names)) != len(names):
+        raise InputError("the table needs distinct policies", field="--policies")
+
+
+# -------------------------------------------------------------------------------- cells
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One simulation: ``policy`` (with ``kwargs``) on the instance of (density, seed)."""
+
+    policy: str
+    kwargs: Mapping[str, Any]
+    density: float
+    seed: int
+    instance: Instance
+    key: str
+
+    @property
+    def file_name(self) -> str:
+        """``<policy>__d<density>__seed<seed>__<key>.json`` (file-safe)."""
+        safe = re.sub(r"[^A-Za-z0-9_.+-]", "-", self.policy)
+        return f"{safe}__d{self.density:g}__seed{self.seed}__{self.key}.json"
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """A cell's per-task records (arrival order; NaN finish when unfinished) and counters."""
+
+    policy: str
+    density: float
+    seed: int
+    jobs: pd.DataFrame
+    wall_s: float
+    solver_time_s: float
+    rounds: int
+    cached: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The cell file's content."""
+        return {
+            "format": CELL_FORMAT, "policy": self.policy, "density": self.density,
+            "seed": self.seed, "wall_s": self.wall_s, "solver_time_s": self.solver_time_s,
+            "rounds": self.rounds,
+            "jobs": {column: [None if isinstance(v, float) and math.isnan(v) else v
+                              for v in self.jobs[column].tolist()]
+                     for column in ("job", "arrival", "start", "finish", "merged")},
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CellResult:
+        """Read a cell file's content (:class:`KeyError` / :class:`ValueError` if bad)."""
+        if data.get("format") != CELL_FORMAT:
+            raise ValueError(f"cell format {data.get('format')!r}, expected {CELL_FORMAT}")
+        jobs = data["jobs"]
+        frame = pd.DataFrame({
+            "job": [str(j) for j in jobs["job"]],
+            "arrival": np.asarray(jobs["arrival"], dtype=float),
+            "start": np.asarray([math.nan if v is None else v for v in jobs["start"]],
+                                dtype=float),
+            "finish": np.asarray([math.nan if v is None else v for v in jobs["finish"]],
+                                 dtype=float),
+            "merged": [bool(v) for v in jobs["merged"]],
+        })
+        return cls(policy=str(data["policy"]), density=float(data["density"]),
+                   seed=int(data["seed"]), jobs=frame, wall_s=float(data["wall_s"]),
+                   solver_time_s=float(data["solver_time_s"]), rounds=int(data["rounds"]),
+                   cached=True)
+
+
+def build_instance(settings: TableSettings, density: float, seed: int) -> Instance:
+    """The (density, seed) workload of the table."""
+    from schedlab.workloads.titan import generate_titan_instance
+
+    return generate_titan_instance(gpus=settings.gpus, density=density, seed=seed,
+                                   jobs_per_gpu=settings.jobs_per_gpu, model=settings.model,
+                                   max_duration_s=settings.max_duration_s)
+
+
+@lru_cache(maxsize=1)
+def code_digest() -> str:
+    """sha256 of every ``schedlab`` module a simulation runs (all ``*.py`` of the package
+    except ``schedlab/analysis/`` and ``schedlab/cli.py``), once per process."""
+    import schedlab
+
+    root = Path(schedlab.__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        if relative.startswith("analysis/") or relative == "cli.py":
+            continue
+        digest.update(relative.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def cell_key(instance: Instance, policy: str, kwargs: Mapping[str, Any]) -> str:
+    """12 hex digits naming a cell: instance, policy, its arguments, the code, the format."""
+    text = json.dumps({"instance": instance.model_dump_json(), "policy": policy,
+                       "kwargs": repr(sorted(kwargs.items())), "code": code_digest(),
+                       "format": CELL_FORMAT})
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def plan_cells(settings: TableSettings) -> list[Cell]:
+    """Every (density, seed, policy) cell, the slowest (Titan's, densest first) first."""
+    cells = []
+    for density in sorted(settings.all_densities, reverse=True):
+        for seed in settings.seeds:
+            instance = build_instance(settings, density, seed)
+            for _, name, kwargs in settings.policies:
+                cells.append(Cell(name, kwargs, density, seed, instance,
+                                  cell_key(instance, name, kwargs)))
+    cells.sort(key=lambda c: (not c.policy.startswith("titan"), -c.density))
+    return cells
+
+
+def simulate_cell(cell: Cell) -> CellResult:
+    """Run the cell's policy in the elastic mode (a fixed-gang policy through FixedGangs)."""
+    from schedlab.policies.registry import get_policy
+    from schedlab.simulator.elastic import simulate_elastic
+    from schedlab.simulator.elastic_gangs import FixedGangs
+
+    policy = get_policy(cell.policy, **dict(cell.kwargs))
+    runner: Any = policy if hasattr(policy, "plan") else FixedGangs(policy)
+    t0 = time.perf_counter()
+    result = simulate_elastic(cell.instance, runner, seed=cell.seed)
+    wall = time.perf_counter() - t0
+    merged = {run.job for r in result.rounds for run in r.runs if run.partner is not None}
+    frame = result.to_dataframe()[["job", "arrival", "start", "finish"]].copy()
+    frame["merged"] = frame["job"].isin(merged)
+    return CellResult(policy=cell.policy, density=cell.density, seed=cell.seed,
+                      jobs=frame.reset_index(drop=True), wall_s=wall,
+                      solver_time_s=float(result.solver_time_s), rounds=len(result.rounds))
+
+
+def run_cell(cell: Cell, folder: str) -> CellResult:
+    """Simulate a cell and write its file atomically (also in a worker process)."""
+    result = simulate_cell(cell)
+    write_bytes_atomic(Path(folder) / cell.file_name,
+                       json.dumps(result.to_json(), indent=1).encode())
+    return result
+
+
+def run_cells(cells: Sequence[Cell], folder: Path, workers: int = 1,
+              on_cell: Callable[[str], None] | None = None
+              ) -> dict[tuple[float, int, str], CellResult]:
+    """Every cell's result by (density, seed, policy): read from ``folder`` when its file is
+    there, else simulated (in a process pool when ``workers`` > 1) and written there."""
+    notify = on_cell or (lambda _: None)
+    folder.mkdir(parents=True, exist_ok=True)
+    results: dict[tuple[float, int, str], CellResult] = {}
+    pending = []
+    for cell in cells:
+        path = folder / cell.file_name
+        found = None
+        if path.is_file():
+            try:
+                found = CellResult.from_json(json.loads(path.read_text()))
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                log.warning("ignoring unreadable cell file %s (%s)", path, exc)
+        if found is not None:
+            results[cell.density, cell.seed, cell.policy] = found
+            notify(f"{cell.policy}, density {cell.density:g}, seed {cell.seed} (cached)")
+        else:
+            pending.append(cell)
+    if workers == 1 or len(pending) <= 1:
+        for cell in pending:
+            results[cell.density, cell.seed, cell.policy] = run_cell(cell, str(folder))
+            notify(f"{cell.policy}, density {cell.density:g}, seed {cell.seed}")
+        return results
+    executor = ProcessPoolExecutor(max_workers=min(workers, len(pending)))
+    futures: dict[Future[CellResult], Cell] = {}
+    try:
+        for cell in pending:
+            futures[executor.submit(run_cell, cell, str(folder))] = cell
+        waiting = set(futures)
+        while waiting:
+            done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+            for future in done:
+                cell = futures[future]
+                results[cell.density, cell.seed, cell.policy] = future.result()
+                notify(f"{cell.policy}, density {cell.density:g}, seed {cell.seed}")
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+    return results
+
+
+# --------------------------------------------------------------------------------- rows
+
+
+def cell_metrics(jobs: pd.DataFrame) -> dict[str, float]:
+    """Average JCT and makespan (s; NaN without finished tasks) and merged tasks."""
+    done = jobs[jobs["finish"].notna()]
+    jct = done["finish"] - done["arrival"]
+    return {
+        "avg_jct_s": float(jct.mean()) if len(done) else math.nan,
+        "makespan_s": (float(done["finish"].max() - jobs["arrival"].min()) if len(done)
+                       else math.nan),
+        "merged": float(jobs["merged"].sum()),
+    }
+
+
+def _mean_std(values: Sequence[float]) -> tuple[float, float]:
+    """(mean, sample std) over seeds; std 0 for one value; NaN when any is NaN."""
+    array = np.asarray(values, dtype=float)
+    if not len(array) or np.isnan(array).any():
+        return math.nan, math.nan
+    return float(array.mean()), float(array.std(ddof=1)) if len(array) > 1 else 0.0
+
+
+def _ratio(value: float, reference: float) -> float:
+    if math.isnan(value) or math.isnan(reference) or reference == 0:
+        return math.nan
+    return value / reference
+
+
+@dataclass(frozen=True)
+class Row:
+    """One policy at one density over the seeds: mean and std of every metric and ratio."""
+
+    label: str
+    policy: str
+    density: float
+    seeds: int
+    jobs: int
+    unfinished: int
+    mean: dict[str, float] = field(default_factory=dict)
+    std: dict[str, float] = field(default_factory=dict)
+    per_seed: dict[int, dict[str, float]] = field(default_factory=dict)
+    wall_s: float = math.nan
+
+
+@dataclass(frozen=True)
+class TitanTable:
+    """The computed table: settings and one row per (density, policy)."""
+
+    settings: TableSettings
+    rows: list[Row]
+
+    def at(self, density: float) -> list[Row]:
+        """The rows of one density, in policy order."""
+        return [row for row in self.rows if row.density == density]
+
+
+def titan_table(settings: TableSettings | None = None, out_dir: str | Path = ".",
+                on_cell: Callable[[str], None] | None = None) -> TitanTable:
+    """Compute the table (module docstring); cells cached in ``out_dir/cells/``."""
+    cfg = settings or TableSettings()
+    check_settings(cfg)
+    cells = plan_cells(cfg)
+    results = run_cells(cells, Path(out_dir) / CELLS_FOLDER, cfg.workers, on_cell)
+    names = [name for _, name, _ in cfg.policies]
+    reference = REFERENCE if REFERENCE in names else names[0]
+    rows = []
+    for density in cfg.all_densities:
+        for label, name, _ in cfg.policies:
+            per_seed: dict[int, dict[str, float]] = {}
+            jobs = unfinished = 0
+            for seed in cfg.seeds:
+                own = results[density, seed, name]
+                ref = cell_metrics(results[density, seed, reference].jobs)
+                values = cell_metrics(own.jobs)
+                values["avg_jct_ratio"] = _ratio(values["avg_jct_s"], ref["avg_jct_s"])
+                values["makespan_ratio"] = _ratio(values["makespan_s"], ref["makespan_s"])
+                values["wall_s"] = own.wall_s
+                per_seed[seed] = values
+                jobs += len(own.jobs)
+                unfinished += int(own.jobs["finish"].isna().sum())
+            mean: dict[str, float] = {}
+            std: dict[str, float] = {}
+            for key in next(iter(per_seed.values())):
+                mean[key], std[key] = _mean_std([v[key] for v in per_seed.values()])
+            rows.append(Row(label=label, policy=name, density=density, seeds=len(cfg.seeds),
+                            jobs=jobs, unfinished=unfinished, mean=mean, std=std,
+                            per_seed=per_seed, wall_s=mean["wall_s"]))
+    return TitanTable(settings=cfg, rows=rows)
+
+
+# ------------------------------------------------------------------------------ outputs
+
+CSV_COLUMNS: tuple[str, ...] = (
+    "label", "policy", "density", "stat", "seed", "jobs", "unfinished", "avg_jct_s",
+    "makespan_s", "avg_jct_ratio", "makespan_ratio", "merged", "wall_s",
+)
+
+
+def to_frame(table: TitanTable) -> pd.DataFrame:
+    """The CSV: per (density, policy) one row per seed, then ``mean`` and ``std`` rows."""
+    out: list[dict[str, Any]] = []
+    keys = ("avg_jct_s", "makespan_s", "avg_jct_ratio", "makespan_ratio", "merged", "wall_s")
+    for row in table.rows:
+        head = {"label": row.label, "policy": row.policy, "density": row.density}
+        for seed, values in row.per_seed.items():
+            out.append({**head, "stat": "seed", "seed": seed,
+                        **{k: values[k] for k in keys}})
+        for stat, values in (("mean", row.mean), ("std", row.std)):
+            out.append({**head, "stat": stat, "jobs": row.jobs, "unfinished": row.unfinished,
+                        **{k: values[k] for k in keys}})
+    frame = pd.DataFrame(out, columns=list(CSV_COLUMNS))
+    for column in ("seed", "jobs", "unfinished"):
+        frame[column] = frame[column].astype("Int64")
+    return frame
+
+
+def _pm(mean: float, std: float, scale: float, spec: str, seeds: int) -> str:
+    if math.isnan(mean):
+        return "-"
+    text = format(mean * scale, spec)
+    return f"{text} ± {format(std * scale, spec)}" if seeds > 1 else text
+
+
+def render_markdown(table: TitanTable) -> str:
+    """``titan.md``: what was run, the main table, the paper's numbers and the sweep."""
+    cfg = table.settings
+    seeds = len(cfg.seeds)
+    spread = (f"mean ± sample std over {seeds} seeds" if seeds > 1 else "one seed")
+    lines = [
+        "# Titan (SoCC'22): fine-tuning tasks on a shared cluster",
+        "",
+        f"Ran: {cfg.describe()}; every policy in Titan's world (elastic mode: a context "
+        "switch at every reallocation, 30 s checkpoint + parameter load; Titan's pipelined "
+        "switch only for Titan and Titan w/o merger). SRTF and Tiresias (2 queues, 4 "
+        "GPU-hour threshold) run each task on the GPUs it requested. avg JCT = mean of "
+        "finish - arrival; makespan = last finish - first arrival; ratios to SRTF on the "
+        f"same seed; merged = tasks trained in a merged pair (mean per seed); {spread}.",
+        "",
+        f"## Density {cfg.density:g}",
+        "",
+        "| policy | avg JCT (h) | makespan (h) | avg JCT / SRTF | makespan / SRTF | merged "
+        "| paper avg JCT (h) | paper makespan (h) | wall (s) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in table.at(cfg.density):
+        paper = PAPER_TABLE_H.get(row.policy)
+        cells = [
+            row.label,
+            _pm(row.mean["avg_jct_s"], row.std["avg_jct_s"], 1 / HOUR_S, ".2f", seeds),
+            _pm(row.mean["makespan_s"], row.std["makespan_s"], 1 / HOUR_S, ".2f", seeds),
+            _pm(row.mean["avg_jct_ratio"], row.std["avg_jct_ratio"], 1.0, ".2f", seeds),
+            _pm(row.mean["makespan_ratio"], row.std["makespan_ratio"], 1.0, ".2f", seeds),
+            f"{row.mean['merged']:.1f}",
+            f"{paper[0]:.2f}" if paper else "-", f"{paper[1]:.2f}" if paper else "-",
+            f"{row.wall_s:.1f}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    unfinished = sum(row.unfinished for row in table.rows)
+    if unfinished:
+        lines += ["", f"{unfinished} task(s) did not finish (their JCT is left out)."]
+    lines += ["", "## Average JCT (h) by density", "",
+              "| policy | " + " | ".join(f"{d:g}" for d in cfg.all_densities) + " |",
+              "|---|" + "---:|" * len(cfg.all_densities)]
+    for label, name, _ in cfg.policies:
+        rows = {row.density: row for row in table.rows if row.policy == name}
+        lines.append("| " + label + " | " + " | ".join(
+            _pm(rows[d].mean["avg_jct_s"], rows[d].std["avg_jct_s"], 1 / HOUR_S, ".2f", seeds)
+            for d in cfg.all_densities) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_density(table: TitanTable, path: str | Path, dpi: int = 120) -> Path:
+    """``titan_density.png``: average JCT (h) against density, one line per policy, error
+    bars = sample std over the seeds."""
+    from schedlab.analysis.plots import _pyplot, _save
+
+    plt = _pyplot()
+    cfg = table.settings
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    densities = list(cfg.all_densities)
+    for i, (label, name, _) in enumerate(cfg.policies):
+        rows = {row.density: row for row in table.rows if row.policy == name}
+        ax.errorbar(densities, [rows[d].mean["avg_jct_s"] / HOUR_S for d in densities],
+                    yerr=[rows[d].std["avg_jct_s"] / HOUR_S for d in densities],
+                    marker="o", capsize=4, label=label, color=f"C{i % 10}")
+    ax.set_xlabel("workload density")
+    ax.set_ylabel("average JCT (h)")
+    ax.set_xticks(densities)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    ax.set_title(f"Titan workloads on {cfg.gpus} GPUs, {len(cfg.seeds)} seed(s)")
+    fig.tight_layout()
+    try:
+        return _save(fig, path, dpi)
+    finally:
+        plt.close(fig)
+
+
+def write_outputs(table: TitanTable, out_dir: str | Path) -> list[Path]:
+    """Write ``titan.md``, ``titan.csv`` and ``titan_density.png`` (each atomically)."""
+    folder = Path(out_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    markdown = folder / MARKDOWN_NAME
+    write_bytes_atomic(markdown, render_markdown(table).encode())
+    csv = folder / CSV_NAME
+    with atomic_path(csv, suffix=".csv") as tmp:
+        to_frame(table).to_csv(tmp, index=False)
+    return [markdown, csv, plot_density(table, folder / PLOT_NAME)]
+
+
+def cells_count(settings: TableSettings) -> int:
+    """Cells of the table (one progress step each)."""
+    return len(settings.all_densities) * len(settings.seeds) * len(settings.policies)

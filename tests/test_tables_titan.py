@@ -1,0 +1,167 @@
+"""``schedlab tables titan``: the table function, its cache and the command line.
+
+Expected values are re-derived from simulations run in the test (plain Python over the job
+records), or from the CSV's own per-seed rows."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import statistics
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from schedlab.analysis.tables import titan as tt
+from schedlab.cli import main
+from schedlab.policies.registry import get_policy
+from schedlab.simulator.elastic import simulate_elastic
+from schedlab.simulator.elastic_gangs import FixedGangs
+from schedlab.workloads.titan import generate_titan_instance
+
+REL = 1e-9
+CHEAP = (("SRTF", "srtf", {}), ("Tiresias", "tiresias", {"thresholds_gpu_s": (14400.0,)}))
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Path, str]:
+    """The quick table through the command line, once for the module."""
+    out = tmp_path_factory.mktemp("quick")
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        code = main(["tables", "titan", "--quick", "--workers", "1", "--out", str(out)])
+    return code, out, buffer.getvalue()
+
+
+def _by_hand(policy: str, density: float, seed: int, **kwargs: Any) -> dict[str, float]:
+    """Average JCT and makespan of an independent simulation of the quick workload."""
+    inst = generate_titan_instance(gpus=16, density=density, seed=seed, jobs_per_gpu=0.5,
+                                   max_duration_s=7200.0)
+    chosen = get_policy(policy, **kwargs)
+    runner: Any = chosen if policy.startswith("titan") else FixedGangs(chosen)
+    records = simulate_elastic(inst, runner, seed=seed).jobs
+    jct = [r.finish - r.arrival for r in records]  # type: ignore[operator]
+    span = max(r.finish for r in records) - min(r.arrival for r in records)  # type: ignore
+    return {"avg_jct_s": sum(jct) / len(jct), "makespan_s": span}
+
+
+def test_quick_cli_writes_markdown_csv_and_png(quick_run: tuple[int, Path, str]) -> None:
+    code, folder, out = quick_run
+    assert code == 0
+    for name in (tt.MARKDOWN_NAME, tt.CSV_NAME, tt.PLOT_NAME):
+        assert (folder / name).is_file(), name
+    assert (folder / tt.PLOT_NAME).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    markdown = (folder / tt.MARKDOWN_NAME).read_text()
+    assert markdown == out.split("wrote ")[0]
+    for label, name, _ in tt.POLICIES:
+        paper = tt.PAPER_TABLE_H[name]
+        line = next(ln for ln in markdown.splitlines() if ln.startswith(f"| {label} |"))
+        assert f"| {paper[0]:.2f} | {paper[1]:.2f} |" in line
+    frame = pd.read_csv(folder / tt.CSV_NAME)
+    seeds = frame[frame["stat"] == "seed"]
+    assert sorted(set(seeds["density"])) == [1.0, 2.0]
+    assert len(seeds) == 2 * len(tt.POLICIES)
+    assert list((folder / tt.CELLS_FOLDER).glob("*.json"))
+
+
+def test_quick_csv_rederives_from_independent_simulations(
+        quick_run: tuple[int, Path, str]) -> None:
+    _, folder, _ = quick_run
+    frame = pd.read_csv(folder / tt.CSV_NAME)
+    for policy, kwargs in (("srtf", {}), ("titan", {})):
+        for density in (1.0, 2.0):
+            row = frame[(frame["policy"] == policy) & (frame["density"] == density)
+                        & (frame["stat"] == "seed")].iloc[0]
+            for key, value in _by_hand(policy, density, 0, **kwargs).items():
+                assert row[key] == pytest.approx(value, rel=REL), (policy, density, key)
+
+
+def test_quick_ratios_are_values_over_srtf(quick_run: tuple[int, Path, str]) -> None:
+    _, folder, _ = quick_run
+    frame = pd.read_csv(folder / tt.CSV_NAME)
+    seeds = frame[frame["stat"] == "seed"]
+    for density in (1.0, 2.0):
+        here = seeds[seeds["density"] == density]
+        ref = here[here["policy"] == "srtf"].iloc[0]
+        for _, row in here.iterrows():
+            for key in ("avg_jct_s", "makespan_s"):
+                ratio = row[key.replace("_s", "_ratio")]
+                assert ratio == pytest.approx(row[key] / ref[key], rel=1e-12)
+
+
+def _settings(**changes: Any) -> tt.TableSettings:
+    return replace(tt.quick_settings(), **{"policies": CHEAP, "workers": 1, **changes})
+
+
+def test_two_seeds_aggregate_as_mean_and_sample_std(tmp_path: Path) -> None:
+    table = tt.titan_table(_settings(seeds=(3, 4), densities=(1.0,)), tmp_path)
+    tt.write_outputs(table, tmp_path)
+    frame = pd.read_csv(tmp_path / tt.CSV_NAME)
+    for _, name, kwargs in CHEAP:
+        rows = frame[frame["policy"] == name]
+        per_seed = rows[rows["stat"] == "seed"]
+        assert sorted(per_seed["seed"]) == [3, 4]
+        mean = rows[rows["stat"] == "mean"].iloc[0]
+        std = rows[rows["stat"] == "std"].iloc[0]
+        for key in ("avg_jct_s", "makespan_s"):
+            values = list(per_seed[key])
+            assert mean[key] == pytest.approx(statistics.fmean(values), rel=REL)
+            assert std[key] == pytest.approx(statistics.stdev(values), rel=REL, abs=1e-12)
+        row4 = per_seed[per_seed["seed"] == 4].iloc[0]
+        for key, value in _by_hand(name, 1.0, 4, **kwargs).items():
+            assert row4[key] == pytest.approx(value, rel=REL)
+
+
+def test_cached_cells_are_reused_without_simulating(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, float, int]] = []
+    real = tt.simulate_cell
+
+    def counting(cell: tt.Cell) -> tt.CellResult:
+        calls.append((cell.policy, cell.density, cell.seed))
+        return real(cell)
+
+    monkeypatch.setattr(tt, "simulate_cell", counting)
+    settings = _settings(densities=(1.0,))
+    first = tt.titan_table(settings, tmp_path)
+    assert sorted(calls) == [("srtf", 1.0, 0), ("tiresias", 1.0, 0)]
+    calls.clear()
+    again = tt.titan_table(settings, tmp_path)
+    assert calls == []
+    for old, new in zip(first.rows, again.rows, strict=True):
+        assert new.mean["avg_jct_s"] == pytest.approx(old.mean["avg_jct_s"], rel=REL)
+    # another workload (more GPUs) is not served from these cells
+    tt.titan_table(replace(settings, gpus=20), tmp_path)
+    assert sorted(calls) == [("srtf", 1.0, 0), ("tiresias", 1.0, 0)]
+
+
+@pytest.mark.parametrize(("args", "field"), [
+    (["--seeds", "0"], "--seeds"),
+    (["--gpus", "two"], "--gpus"),
+    (["--density", "-1"], "--density"),
+])
+def test_cli_bad_arguments_exit_2_with_one_line(
+        args: list[str], field: str, capsys: pytest.CaptureFixture[str],
+        tmp_path: Path) -> None:
+    code = main(["tables", "titan", "--quick", "--out", str(tmp_path), *args])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert err.startswith("error:") and err.count("\n") == 1 and field in err
+
+
+def test_gpus_must_make_whole_nodes(capsys: pytest.CaptureFixture[str],
+                                    tmp_path: Path) -> None:
+    code = main(["tables", "titan", "--quick", "--out", str(tmp_path), "--gpus", "18"])
+    _, err = capsys.readouterr()
+    assert code == 2 and err.count("\n") == 1 and "whole nodes of 4" in err
+
+
+def test_cli_out_must_be_a_folder(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    target = tmp_path / "file.txt"
+    target.write_text("x")
+    code = main(["tables", "titan", "--quick", "--out", str(target)])
+    _, err = capsys.readouterr()
+    assert code == 2 and err.count("\n") == 1 and "--out" in err
