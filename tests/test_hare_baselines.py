@@ -11,6 +11,7 @@ from schedlab.check import check
 from schedlab.formulations.hare.baselines import SchedAllox, SchedHomo
 from schedlab.instance import instance_from_dict
 from schedlab.solution import Status
+from schedlab.testing import check_formulation
 from schedlab.workloads.hare import example_instances, generate_hare_instance
 
 
@@ -87,3 +88,9 @@ def test_allox_never_spreads_a_job_across_types() -> None:
     for e in sol.schedule:
         types.setdefault(e.job, set()).add(e.accelerator)
     assert all(len(t) == 1 for t in types.values())
+
+
+@pytest.mark.parametrize("name", ["hare.sched_homo", "hare.sched_allox"])
+def test_conformance_kit(name: str) -> None:
+    report = check_formulation(name)
+    assert {"solve", "checker", "objective", "status", "json"} <= set(report.passed)

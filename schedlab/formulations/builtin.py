@@ -119,6 +119,10 @@ HARE_FORMULATIONS: tuple[Row, ...] = (
      "Hare: interval-indexed LP lower bound on the total weighted completion time", {}),
     ("hare.greedy", f"{_HARE}.greedy:HareGreedy",
      "Hare: rounds in the LP order, each task on the GPU that ends it earliest", {}),
+    ("hare.sched_homo", f"{_HARE}.baselines:SchedHomo",
+     "Hare baseline Sched_Homo: heterogeneity-oblivious list scheduling (types alike)", {}),
+    ("hare.sched_allox", f"{_HARE}.baselines:SchedAllox",
+     "Hare baseline Sched_Allox: one GPU type per job, a round never spread across types", {}),
 )
 
 BUILTIN_FORMULATIONS: tuple[Row, ...] = (GAVEL_FORMULATIONS + SATURN_FORMULATIONS

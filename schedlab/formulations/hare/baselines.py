@@ -28,11 +28,18 @@ Both are heuristics: status ``feasible``, no bound.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from schedlab.formulations.base import Heuristic
-from schedlab.formulations.hare.model import HareData, Task, hare_data, hare_solution
+from schedlab.formulations.base import Heuristic, ObjectiveSense
+from schedlab.formulations.hare.model import (
+    HareData,
+    Task,
+    hare_data,
+    hare_solution,
+    objective_of_schedule,
+)
 from schedlab.instance import Instance
 from schedlab.solution import Solution, Status
 
@@ -128,6 +135,12 @@ def sched_allox_tasks(data: HareData) -> list[Task]:
 
 class _Baseline(Heuristic):
     """Common part: read the data, schedule, make the Solution."""
+
+    objective_sense: ClassVar[ObjectiveSense | None] = "minimize"
+
+    def objective_of(self, instance: Instance, solution: Solution) -> float | None:
+        """sum_j w_j C_j of the schedule, re-derived from the instance."""
+        return objective_of_schedule(instance, solution)
 
     def validate(self, instance: Instance) -> None:
         """The Hare job fields must be present (InputError naming the first missing one)."""
