@@ -30,6 +30,7 @@ EXAMPLES = {
     "saturn": INSTANCES / "saturn" / "three-jobs.json",
     "shockwave": INSTANCES / "shockwave" / "tiny-6jobs.json",
     "titan": INSTANCES / "titan" / "round-6tasks.json",
+    "hare": INSTANCES / "hare" / "small-6jobs-4gpus.json",
 }
 
 

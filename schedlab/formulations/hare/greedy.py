@@ -156,7 +156,7 @@ class HareGreedy(Method):
         tasks, order = greedy_schedule(data, keys, rank, self.max_wait_s)
         solution = hare_solution(instance, self.name, data, tasks, status=Status.FEASIBLE,
                                  bound=bound)
-        solution.solver = (options or SolverOptions()).solver if self.use_lp else "none"
+        solution.solver = "none"  # a heuristic: the LP only orders it and bounds it
         solution.diagnostics += diagnostics
         solution.metrics.update(order=[[data.job_ids[j], q] for j, q in order],
                                 trivial_bound=data.trivial_bound(), lp_s=lp_s,
