@@ -200,6 +200,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_shockwave_table(which, common)
     _add_titan_table(which, common)
 
+    titan = sub.add_parser("titan", help="Titan tools (merge rule)",
+                           description="Tools for Titan's task merging.")
+    titan_tools = titan.add_subparsers(dest="tool", metavar="TOOL", parser_class=_Parser)
+    titan_tools.required = True
+    explain = titan_tools.add_parser(
+        "explain", parents=[common], help="why two tasks may or may not merge",
+        description="Apply Titan's merge rule to two tasks of an instance file and list every "
+        "reason it rejects the pair (same base model, neither started, different datasets, "
+        "task similarity >= the threshold, the merge benefit). See docs/formulations/titan.md.")
+    explain.add_argument("file", metavar="FILE", help="instance file with the Titan tasks")
+    explain.add_argument("first", metavar="A", help="id of one task")
+    explain.add_argument("second", metavar="B", help="id of the other task")
+    explain.add_argument("--gpus", type=_positive_int, metavar="N",
+                         help="GPU count of the benefit rule (default: the pool's count, at "
+                         "most the pair's maximum)")
+    explain.set_defaults(handler=_cmd_titan_explain)
+
     schema = sub.add_parser("schema", parents=[common], help="print a JSON Schema",
                             description="Print the JSON Schema of a file format.")
     schema.add_argument("kind", choices=("instance", "solution"), help="which file format")
@@ -467,6 +484,32 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             console.print(f"ok {file}: {instance.name}: {len(instance.jobs)} jobs; "
                           f"{instance.cluster.total_gpus} GPUs ({pools})", markup=False)
     return code
+
+
+# ------------------------------------------------------------------------------- titan
+
+
+def _cmd_titan_explain(args: argparse.Namespace) -> int:
+    """``titan explain FILE A B``: the merge rule's verdict, every reason in words."""
+    from schedlab.formulations.titan.merge import explain_pair
+    from schedlab.instance import load_instance
+
+    instance = load_instance(args.file)
+    try:
+        verdict = explain_pair(instance, args.first, args.second, gpus=args.gpus)
+    except InputError as exc:
+        raise InputError(exc.reason, file=args.file, field=exc.field) from None
+    a, b = verdict.tasks
+    lines = [f"tasks {a} + {b}: " + ("may merge" if verdict.may_merge else "may not merge")]
+    if verdict.similarity is not None:
+        lines.append(f"task similarity: {verdict.similarity:.4f}")
+    if verdict.benefit is not None and verdict.gpus is not None:
+        lines.append(f"merge benefit at {verdict.gpus} GPUs: {verdict.benefit:.4f}")
+    lines += [f"rejected: {reason}" for reason in verdict.reasons]
+    console = _console()
+    for line in lines:
+        console.print(line, markup=False)
+    return EXIT_OK
 
 
 # ------------------------------------------------------------------------------- check
