@@ -7,6 +7,8 @@
 - :mod:`schedlab.workloads.shockwave`: Shockwave's trace generator (draw for draw), its
   dynamic batch-size schedules (:mod:`~schedlab.workloads.shockwave_adaptation`) and the
   example instances of ``instances/shockwave/``.
+- :mod:`schedlab.workloads.titan`: Titan's fine-tuning tasks (base models, requested GPUs,
+  speed profiles, label sets of the concept hierarchy) and ``instances/titan/``.
 
 See docs/workloads.md.
 """
