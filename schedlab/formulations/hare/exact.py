@@ -43,9 +43,10 @@ the starts, F the round ends); conversely in a solution every task has one prede
 task or a GPU's head), at most one successor on its GPU, and S rises strictly along y (task
 times are > 0), so there is no cycle and each GPU's tasks form one sequence in which the gap
 applies exactly between direct successors; no two tasks of a GPU overlap since each starts
-after its predecessor's end.  Pairwise disjunctions alone would not do: they cannot tell a
-direct successor from a later one, so they either miss gaps or charge them across tasks in
-between.
+after its predecessor's end.  (Since the gap depends only on the incoming job and the GPU's
+type, the same rule for every earlier task of another job on the GPU follows from it, so
+pairwise order variables would be exact too; they would not be for sequence-dependent gaps.
+docs/formulations/hare.md, "Exact model", has the argument.)
 
 **Big-M from the data.**  A serial schedule (every job, by arrival, task after task on one
 GPU of its fastest type, each job's first task after the job's gap) is feasible; its value U
