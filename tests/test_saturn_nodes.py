@@ -136,7 +136,7 @@ def test_benders_bound_and_schedule_against_brute_force(inst: Instance) -> None:
     assert benders_applicable(data)
     out = benders_makespan(data, floor=lower_bound(data), upper=math.inf, deadline=None)
     assert out.finished
-    assert out.bound <= expected + 1e-6
+    assert out.bound <= expected * (1 + 1e-7) + 1e-6
     assert out.placements is not None
     assert out.makespan == pytest.approx(makespan(to_schedule(data, out.placements)), abs=1e-6)
     assert out.makespan == pytest.approx(expected, rel=2e-4)
@@ -155,7 +155,9 @@ def test_benders_in_pure_python_from_a_tiny_node_limit(inst: Instance) -> None:
         patch.setattr(saturn_nodes, "_KERNEL", False)
         out = benders_makespan(data, floor=lower_bound(data), upper=math.inf, deadline=None,
                                node_limit=1)
-    assert out.finished and out.bound <= expected + 1e-6
+    # the bound comes from HiGHS solves with feasibility tolerance 1e-7: it may exceed the
+    # optimum by that relative amount (seen: 150.800003 for 150.8)
+    assert out.finished and out.bound <= expected * (1 + 1e-7) + 1e-6
     assert out.makespan == pytest.approx(expected, rel=2e-4)
 
 
@@ -173,7 +175,7 @@ def test_time_indexed_with_benders_phase_is_optimal(inst: Instance) -> None:
     expected = brute_force_makespan(inst)
     sol = TimeIndexed(max_slots=8).solve(inst)
     assert check(inst, sol) == []
-    assert sol.bound is not None and sol.bound <= expected + 1e-6
+    assert sol.bound is not None and sol.bound <= expected * (1 + 1e-7) + 1e-6
     assert sol.objective == pytest.approx(expected, rel=2e-4)
     assert sol.status == "optimal"
 
@@ -194,4 +196,4 @@ def test_benders_phase_proves_a_one_node_case() -> None:
     assert sol.status == "optimal" and check(inst, sol) == []
     off = TimeIndexed(max_slots=8, benders=False).solve(inst)
     assert "benders_iterations" not in off.metrics
-    assert off.bound is not None and sol.bound is not None and off.bound <= expected + 1e-6
+    assert off.bound is not None and sol.bound is not None and off.bound <= expected * (1 + 1e-7) + 1e-6
