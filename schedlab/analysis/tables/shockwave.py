@@ -48,9 +48,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +56,14 @@ import numpy as np
 import pandas as pd
 
 from schedlab.analysis import metrics
-from schedlab.atomic import atomic_path, write_bytes_atomic
+from schedlab.analysis.tables.cells import (
+    code_digest,
+    mean_std,
+    ratio,
+    run_cached,
+    write_markdown_and_csv,
+)
+from schedlab.atomic import write_bytes_atomic
 from schedlab.errors import InputError, UnknownNameError
 from schedlab.instance import Instance
 
@@ -272,24 +277,6 @@ def build_instance(settings: TableSettings, seed: int) -> Instance:
                                        round_s=settings.round_s)
 
 
-@lru_cache(maxsize=1)
-def code_digest() -> str:
-    """sha256 of the source of every ``schedlab`` module a simulation runs: all ``*.py``
-    files of the package except ``schedlab/analysis/`` and ``schedlab/cli.py`` (computed once
-    per process)."""
-    import schedlab
-
-    root = Path(schedlab.__file__).resolve().parent
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        relative = path.relative_to(root).as_posix()
-        if relative.startswith("analysis/") or relative == "cli.py":
-            continue
-        digest.update(relative.encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
 def cell_key(instance: Instance, policy: str) -> str:
     """12 hex digits naming a cell: the instance, the policy name, the code and the format."""
     text = json.dumps({"instance": instance.model_dump_json(), "policy": policy,
@@ -345,46 +332,12 @@ def read_cell(path: Path) -> CellResult | None:
 def run_cells(cells: Sequence[Cell], folder: Path, workers: int = 1,
               on_cell: Callable[[str], None] | None = None) -> dict[tuple[int, str], CellResult]:
     """Results of every cell, by (seed, policy): read from ``folder`` when its file is
-    there, else simulated (``workers`` > 1: in a process pool) and written there.
-
-    ``on_cell(description)`` is called once per cell, cached or simulated.  On an interrupt
-    or an error the cells not started are cancelled, finished files stay, and the exception
-    is raised again.
-    """
-    notify = on_cell or (lambda _: None)
-    folder.mkdir(parents=True, exist_ok=True)
-    results: dict[tuple[int, str], CellResult] = {}
-    pending: list[Cell] = []
-    for cell in cells:
-        path = folder / cell.file_name
-        found = read_cell(path) if path.is_file() else None
-        if found is not None:
-            results[cell.seed, cell.policy] = found
-            notify(f"{cell.policy}, seed {cell.seed} (cached)")
-        else:
-            pending.append(cell)
-    if len(results):
-        log.info("%d of %d cells reused from %s", len(results), len(cells), folder)
-    if workers == 1 or len(pending) <= 1:
-        for cell in pending:
-            results[cell.seed, cell.policy] = run_cell(cell, str(folder))
-            notify(f"{cell.policy}, seed {cell.seed}")
-        return results
-    executor = ProcessPoolExecutor(max_workers=min(workers, len(pending)))
-    futures: dict[Future[CellResult], Cell] = {}
-    try:
-        for cell in pending:
-            futures[executor.submit(run_cell, cell, str(folder))] = cell
-        waiting = set(futures)
-        while waiting:
-            done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
-            for future in done:
-                cell = futures[future]
-                results[cell.seed, cell.policy] = future.result()
-                notify(f"{cell.policy}, seed {cell.seed}")
-    finally:
-        executor.shutdown(wait=True, cancel_futures=True)
-    return results
+    there, else simulated (``workers`` > 1: in a process pool) and written there
+    (:func:`~schedlab.analysis.tables.cells.run_cached`)."""
+    return run_cached(cells, folder, run=run_cell, read=read_cell,
+                      key=lambda cell: (cell.seed, cell.policy),
+                      describe=lambda cell: f"{cell.policy}, seed {cell.seed}",
+                      workers=workers, on_cell=on_cell)
 
 
 # --------------------------------------------------------------------------------- rows
@@ -401,13 +354,6 @@ def cell_metrics(jobs: pd.DataFrame, gpus: int,
         "worst_rho": metrics.worst_rho(rho),
         "unfair_fraction": metrics.unfair_fraction(rho, unfair_threshold),
     }
-
-
-def ratio(value: float, reference: float) -> float:
-    """value / reference; NaN when the reference is 0 or either is NaN."""
-    if math.isnan(value) or math.isnan(reference) or reference == 0:
-        return math.nan
-    return value / reference
 
 
 @dataclass(frozen=True)
@@ -476,14 +422,6 @@ class ShockwaveTable:
         return f"{self.reference[0]} (Shockwave not available)"
 
 
-def _mean_std(values: Sequence[float]) -> tuple[float, float]:
-    """(mean, sample std) over seeds; std 0 for one value; NaN for both when any is NaN."""
-    array = np.asarray(values, dtype=float)
-    if not len(array) or np.isnan(array).any():
-        return math.nan, math.nan
-    return float(array.mean()), float(array.std(ddof=1)) if len(array) > 1 else 0.0
-
-
 def cells_count(settings: TableSettings) -> int:
     """Cells of the table (one progress step each), counting policies not available."""
     return len(settings.seeds) * len(settings.policies)
@@ -545,9 +483,9 @@ def _policy_row(label: str, name: str, available: bool, seed_rows: Sequence[Seed
     ratio_mean: dict[str, float] = {}
     ratio_std: dict[str, float] = {}
     for key, _ in METRICS:
-        mean[key], std[key] = _mean_std([row.values[key] for row in own])
-        ratio_mean[key], ratio_std[key] = _mean_std([row.ratios[key] for row in own])
-    wall_mean, wall_std = _mean_std([row.wall_s for row in own])
+        mean[key], std[key] = mean_std([row.values[key] for row in own])
+        ratio_mean[key], ratio_std[key] = mean_std([row.ratios[key] for row in own])
+    wall_mean, wall_std = mean_std([row.wall_s for row in own])
     return PolicyRow(label=label, policy=name, available=True, seeds=len(own), mean=mean,
                      std=std, ratio_mean=ratio_mean, ratio_std=ratio_std,
                      wall_s_mean=wall_mean, wall_s_std=wall_std,
@@ -694,10 +632,6 @@ def plot_table(table: ShockwaveTable, path: str | Path, dpi: int = 120) -> Path:
 def write_outputs(table: ShockwaveTable, out_dir: str | Path) -> list[Path]:
     """Write ``shockwave.md``, ``shockwave.csv`` and ``shockwave.png`` (each atomically)."""
     folder = Path(out_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    markdown = folder / MARKDOWN_NAME
-    write_bytes_atomic(markdown, render_markdown(table).encode())
-    csv = folder / CSV_NAME
-    with atomic_path(csv, suffix=".csv") as tmp:
-        to_frame(table).to_csv(tmp, index=False)
-    return [markdown, csv, plot_table(table, folder / PLOT_NAME)]
+    written = write_markdown_and_csv(folder, MARKDOWN_NAME, render_markdown(table), CSV_NAME,
+                                     to_frame(table))
+    return [*written, plot_table(table, folder / PLOT_NAME)]

@@ -38,16 +38,21 @@ import math
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from schedlab.atomic import atomic_path, write_bytes_atomic
+from schedlab.analysis.tables.cells import (
+    code_digest,
+    mean_std,
+    ratio,
+    run_cached,
+    write_markdown_and_csv,
+)
+from schedlab.atomic import write_bytes_atomic
 from schedlab.errors import InputError
 from schedlab.instance import Instance
 
@@ -209,23 +214,6 @@ def build_instance(settings: TableSettings, density: float, seed: int) -> Instan
                                    max_duration_s=settings.max_duration_s)
 
 
-@lru_cache(maxsize=1)
-def code_digest() -> str:
-    """sha256 of every ``schedlab`` module a simulation runs (all ``*.py`` of the package
-    except ``schedlab/analysis/`` and ``schedlab/cli.py``), once per process."""
-    import schedlab
-
-    root = Path(schedlab.__file__).resolve().parent
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        relative = path.relative_to(root).as_posix()
-        if relative.startswith("analysis/") or relative == "cli.py":
-            continue
-        digest.update(relative.encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
 def cell_key(instance: Instance, policy: str, kwargs: Mapping[str, Any]) -> str:
     """12 hex digits naming a cell: instance, policy, its arguments, the code, the format."""
     text = json.dumps({"instance": instance.model_dump_json(), "policy": policy,
@@ -274,48 +262,26 @@ def run_cell(cell: Cell, folder: str) -> CellResult:
     return result
 
 
+def read_cell(path: Path) -> CellResult | None:
+    """A cell file's result, or None (with a warning) when it cannot be read."""
+    try:
+        return CellResult.from_json(json.loads(path.read_text()))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.warning("ignoring unreadable cell file %s (%s)", path, exc)
+        return None
+
+
 def run_cells(cells: Sequence[Cell], folder: Path, workers: int = 1,
               on_cell: Callable[[str], None] | None = None
               ) -> dict[tuple[float, int, str], CellResult]:
     """Every cell's result by (density, seed, policy): read from ``folder`` when its file is
-    there, else simulated (in a process pool when ``workers`` > 1) and written there."""
-    notify = on_cell or (lambda _: None)
-    folder.mkdir(parents=True, exist_ok=True)
-    results: dict[tuple[float, int, str], CellResult] = {}
-    pending = []
-    for cell in cells:
-        path = folder / cell.file_name
-        found = None
-        if path.is_file():
-            try:
-                found = CellResult.from_json(json.loads(path.read_text()))
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                log.warning("ignoring unreadable cell file %s (%s)", path, exc)
-        if found is not None:
-            results[cell.density, cell.seed, cell.policy] = found
-            notify(f"{cell.policy}, density {cell.density:g}, seed {cell.seed} (cached)")
-        else:
-            pending.append(cell)
-    if workers == 1 or len(pending) <= 1:
-        for cell in pending:
-            results[cell.density, cell.seed, cell.policy] = run_cell(cell, str(folder))
-            notify(f"{cell.policy}, density {cell.density:g}, seed {cell.seed}")
-        return results
-    executor = ProcessPoolExecutor(max_workers=min(workers, len(pending)))
-    futures: dict[Future[CellResult], Cell] = {}
-    try:
-        for cell in pending:
-            futures[executor.submit(run_cell, cell, str(folder))] = cell
-        waiting = set(futures)
-        while waiting:
-            done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
-            for future in done:
-                cell = futures[future]
-                results[cell.density, cell.seed, cell.policy] = future.result()
-                notify(f"{cell.policy}, density {cell.density:g}, seed {cell.seed}")
-    finally:
-        executor.shutdown(wait=True, cancel_futures=True)
-    return results
+    there, else simulated (in a process pool when ``workers`` > 1) and written there
+    (:func:`~schedlab.analysis.tables.cells.run_cached`)."""
+    return run_cached(
+        cells, folder, run=run_cell, read=read_cell,
+        key=lambda cell: (cell.density, cell.seed, cell.policy),
+        describe=lambda cell: f"{cell.policy}, density {cell.density:g}, seed {cell.seed}",
+        workers=workers, on_cell=on_cell)
 
 
 # --------------------------------------------------------------------------------- rows
@@ -331,20 +297,6 @@ def cell_metrics(jobs: pd.DataFrame) -> dict[str, float]:
                        else math.nan),
         "merged": float(jobs["merged"].sum()),
     }
-
-
-def _mean_std(values: Sequence[float]) -> tuple[float, float]:
-    """(mean, sample std) over seeds; std 0 for one value; NaN when any is NaN."""
-    array = np.asarray(values, dtype=float)
-    if not len(array) or np.isnan(array).any():
-        return math.nan, math.nan
-    return float(array.mean()), float(array.std(ddof=1)) if len(array) > 1 else 0.0
-
-
-def _ratio(value: float, reference: float) -> float:
-    if math.isnan(value) or math.isnan(reference) or reference == 0:
-        return math.nan
-    return value / reference
 
 
 @dataclass(frozen=True)
@@ -393,8 +345,8 @@ def titan_table(settings: TableSettings | None = None, out_dir: str | Path = "."
                 own = results[density, seed, name]
                 ref = cell_metrics(results[density, seed, reference].jobs)
                 values = cell_metrics(own.jobs)
-                values["avg_jct_ratio"] = _ratio(values["avg_jct_s"], ref["avg_jct_s"])
-                values["makespan_ratio"] = _ratio(values["makespan_s"], ref["makespan_s"])
+                values["avg_jct_ratio"] = ratio(values["avg_jct_s"], ref["avg_jct_s"])
+                values["makespan_ratio"] = ratio(values["makespan_s"], ref["makespan_s"])
                 values["wall_s"] = own.wall_s
                 per_seed[seed] = values
                 jobs += len(own.jobs)
@@ -402,7 +354,7 @@ def titan_table(settings: TableSettings | None = None, out_dir: str | Path = "."
             mean: dict[str, float] = {}
             std: dict[str, float] = {}
             for key in next(iter(per_seed.values())):
-                mean[key], std[key] = _mean_std([v[key] for v in per_seed.values()])
+                mean[key], std[key] = mean_std([v[key] for v in per_seed.values()])
             rows.append(Row(label=label, policy=name, density=density, seeds=len(cfg.seeds),
                             jobs=jobs, unfinished=unfinished, mean=mean, std=std,
                             per_seed=per_seed, wall_s=mean["wall_s"]))
@@ -520,13 +472,9 @@ def plot_density(table: TitanTable, path: str | Path, dpi: int = 120) -> Path:
 def write_outputs(table: TitanTable, out_dir: str | Path) -> list[Path]:
     """Write ``titan.md``, ``titan.csv`` and ``titan_density.png`` (each atomically)."""
     folder = Path(out_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    markdown = folder / MARKDOWN_NAME
-    write_bytes_atomic(markdown, render_markdown(table).encode())
-    csv = folder / CSV_NAME
-    with atomic_path(csv, suffix=".csv") as tmp:
-        to_frame(table).to_csv(tmp, index=False)
-    return [markdown, csv, plot_density(table, folder / PLOT_NAME)]
+    written = write_markdown_and_csv(folder, MARKDOWN_NAME, render_markdown(table), CSV_NAME,
+                                     to_frame(table))
+    return [*written, plot_density(table, folder / PLOT_NAME)]
 
 
 def cells_count(settings: TableSettings) -> int:

@@ -1,0 +1,140 @@
+"""What every paper table shares: cached cells, run in a process pool, and their statistics.
+
+A table is a grid of *cells* (one simulation or solve each: a seed, a policy, ...).  Each
+finished cell is written atomically as a JSON file whose name carries a digest of everything
+its result depends on (:func:`code_digest` among them), so a re-run reuses it and an interrupted
+table resumes where it stopped.  :func:`run_cached` does that for any cell type; the table
+modules supply how to run, read and name a cell.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import math
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+import numpy as np
+import pandas as pd
+
+from schedlab.atomic import atomic_path, write_bytes_atomic
+
+log = logging.getLogger(__name__)
+
+
+class CachedCell(Protocol):
+    """A cell knows the name of its file (digest included)."""
+
+    @property
+    def file_name(self) -> str: ...
+
+
+CellT = TypeVar("CellT", bound=CachedCell)
+ResultT = TypeVar("ResultT")
+KeyT = TypeVar("KeyT", bound=Hashable)
+
+
+@functools.cache
+def code_digest() -> str:
+    """sha256 of the source of every ``schedlab`` module a cell runs: all ``*.py`` files of the
+    package except ``schedlab/analysis/`` and ``schedlab/cli.py`` (computed once per
+    process), so a cached cell is never reused after that code changed."""
+    import schedlab
+
+    root = Path(schedlab.__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        if relative.startswith("analysis/") or relative == "cli.py":
+            continue
+        digest.update(relative.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def mean_std(values: Sequence[float]) -> tuple[float, float]:
+    """(mean, sample standard deviation) over seeds; std 0 for one value; NaN when any value
+    is NaN or there is none."""
+    array = np.asarray(values, dtype=float)
+    if not len(array) or np.isnan(array).any():
+        return math.nan, math.nan
+    return float(array.mean()), float(array.std(ddof=1)) if len(array) > 1 else 0.0
+
+
+def ratio(value: float, reference: float) -> float:
+    """value / reference; NaN when either is NaN or the reference is 0."""
+    if math.isnan(value) or math.isnan(reference) or reference == 0:
+        return math.nan
+    return value / reference
+
+
+def run_cached(cells: Sequence[CellT], folder: Path, *,
+               run: Callable[[CellT, str], ResultT],
+               read: Callable[[Path], ResultT | None],
+               key: Callable[[CellT], KeyT],
+               describe: Callable[[CellT], str],
+               workers: int = 1,
+               on_cell: Callable[[str], None] | None = None) -> dict[KeyT, ResultT]:
+    """Every cell's result by ``key(cell)``: read from ``folder`` when its file is there and
+    readable (``read`` returns None otherwise), else computed by ``run(cell, folder)`` (which
+    writes the file; a module-level function, since ``workers`` > 1 runs it in a process
+    pool).
+
+    ``on_cell(description)`` is called once per cell, cached or computed.  On an interrupt or
+    an error the cells not started are cancelled, finished files stay, and the exception is
+    raised again.
+    """
+    notify = on_cell or (lambda _: None)
+    folder.mkdir(parents=True, exist_ok=True)
+    results: dict[KeyT, ResultT] = {}
+    pending: list[CellT] = []
+    for cell in cells:
+        path = folder / cell.file_name
+        found = read(path) if path.is_file() else None
+        if found is not None:
+            results[key(cell)] = found
+            notify(f"{describe(cell)} (cached)")
+        else:
+            pending.append(cell)
+    if results:
+        log.info("%d of %d cells reused from %s", len(results), len(cells), folder)
+    if workers == 1 or len(pending) <= 1:
+        for cell in pending:
+            results[key(cell)] = run(cell, str(folder))
+            notify(describe(cell))
+        return results
+    executor = ProcessPoolExecutor(max_workers=min(workers, len(pending)))
+    futures: dict[Future[ResultT], CellT] = {}
+    try:
+        for cell in pending:
+            futures[executor.submit(run, cell, str(folder))] = cell
+        waiting = set(futures)
+        while waiting:
+            done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+            for future in done:
+                cell = futures[future]
+                results[key(cell)] = future.result()
+                notify(describe(cell))
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+    return results
+
+
+def write_markdown_and_csv(folder: Path, markdown_name: str, markdown: str, csv_name: str,
+                           frame: pd.DataFrame) -> list[Path]:
+    """Write a table's Markdown text and CSV frame into ``folder`` (created), atomically;
+    returns the two paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    markdown_path = folder / markdown_name
+    write_bytes_atomic(markdown_path, markdown.encode())
+    csv_path = folder / csv_name
+    with atomic_path(csv_path, suffix=".csv") as tmp:
+        frame.to_csv(tmp, index=False)
+    return [markdown_path, csv_path]
+
+
+__all__ = ["code_digest", "mean_std", "ratio", "run_cached", "write_markdown_and_csv"]
