@@ -199,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     saturn.set_defaults(handler=_cmd_tables_saturn)
     _add_shockwave_table(which, common)
     _add_titan_table(which, common)
+    _add_hare_table(which, common)
 
     titan = sub.add_parser("titan", help="Titan tools (merge rule)",
                            description="Tools for Titan's task merging.")
@@ -757,6 +758,74 @@ def _cmd_tables_titan(args: argparse.Namespace) -> int:
     written = tt.write_outputs(table, out)
     if not args.quiet:
         sys.stdout.write(tt.render_markdown(table))
+    _console().print("wrote " + ", ".join(str(p) for p in written), markup=False)
+    return EXIT_OK
+
+
+def _add_hare_table(which: Any, common: argparse.ArgumentParser) -> None:
+    """``tables hare``: Hare's weighted-JCT comparison (docs/reproduction.md)."""
+    import os
+
+    hare = which.add_parser(
+        "hare", parents=[common],
+        help="Hare: total weighted JCT of Hare vs Sched_Homo, Sched_Allox, Gavel, Tiresias",
+        description="Solve Hare workloads (100/200/300 jobs on 160 GPUs, and 200 jobs on 80 "
+        "to 240 GPUs) with hare.greedy, hare.sched_homo and hare.sched_allox, and simulate "
+        "Gavel max-min fairness and Tiresias on the same jobs as gangs; write hare.md, "
+        "hare.csv, hare_jobs.png, hare_gpus.png and hare_jct_cdf.png to --out. Finished "
+        "cells are kept in OUT/cells/ and reused. See docs/reproduction.md.")
+    hare.add_argument("--out", required=True, metavar="DIR",
+                      help="output folder (created if missing)")
+    hare.add_argument("--quick", action="store_true",
+                      help="a small table: 8 and 16 jobs on 24 GPUs, 16 jobs on 20 and 24 "
+                      "GPUs, 1 seed")
+    hare.add_argument("--seeds", type=_positive_int, metavar="N",
+                      help="seeds FIRST..FIRST+N-1 (default: 3; --quick: 1)")
+    hare.add_argument("--first-seed", type=_nonnegative_int, default=0, metavar="S",
+                      help="first seed (default: 0)")
+    hare.add_argument("--round-s", type=_positive_float, metavar="S",
+                      help="round length of the simulated schemes, s (default: 60)")
+    hare.add_argument("--lp-eps", type=_positive_float, metavar="EPS",
+                      help="grid ratio - 1 of the LP that orders Hare's greedy (default: 0.25;"
+                      " larger: a coarser, faster LP)")
+    hare.add_argument("--workers", type=_positive_int, metavar="W",
+                      default=min(2, os.cpu_count() or 1),
+                      help="cells in parallel, in local processes (default: %(default)s)")
+    hare.set_defaults(handler=_cmd_tables_hare)
+
+
+def _cmd_tables_hare(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from schedlab.analysis.tables import hare as ht
+
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise InputError("is a file; --out needs a folder", file=str(out), field="--out")
+    settings = ht.quick_settings() if args.quick else ht.TableSettings()
+    count = args.seeds or len(settings.seeds)
+    settings = replace(settings, seeds=tuple(range(args.first_seed, args.first_seed + count)),
+                       workers=args.workers)
+    if args.round_s is not None:
+        settings = replace(settings, round_s=args.round_s)
+    if args.lp_eps is not None:
+        settings = replace(settings, lp_eps=args.lp_eps)
+    stderr = Console(stderr=True)
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=stderr,
+                        disable=args.quiet or not stderr.is_terminal, transient=True)
+    with progress:
+        task = progress.add_task("hare table", total=ht.cells_count(settings))
+
+        def step(done: str) -> None:
+            progress.update(task, advance=1, description=done)
+
+        table = ht.hare_table(settings, out, on_cell=step)
+    written = ht.write_outputs(table, out)
+    if not args.quiet:
+        sys.stdout.write(ht.render_markdown(table))
     _console().print("wrote " + ", ".join(str(p) for p in written), markup=False)
     return EXIT_OK
 
