@@ -16,8 +16,9 @@ job j's term w_j log((e_j + p_j)/E_j) has curvature at least w_j / E_j^2 on [0, 
 jobs compared, |LB| up to ~7): the optimum is flat.  The tests solve with
 ``oa_tolerance=1e-10`` (about the smallest the LP's 1e-10 feasibility tolerances let the
 loop close), compare p within the bound of their own solves (plus 1e-7 for those LP
-tolerances), and check that this bound is below 1e-3 epochs for the jobs compared, so the
-comparison is never vacuous.
+tolerances), and check that this bound is below 5e-3 epochs for the jobs compared, so the
+comparison is never vacuous (the loop closes at gap <= 1e-10 max(1, |LB|), up to ~7e-10 here:
+E sqrt(2 gap / w) reaches ~2.5e-3 epochs; hypothesis found 1.0e-3 at a gap of 1.3e-10).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ K = 1e-3
 BREAKS = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
 LOG_BREAKS = [math.log(1e-6), math.log(0.2), math.log(0.4), math.log(0.6), math.log(0.8), 0.0]
 #: The largest p difference the tests accept as "equal" (module docstring).
-P_TOLERANCE = 1e-3
+P_TOLERANCE = 5e-3
 #: Slack for the LP's own tolerances (HiGHS primal/dual feasibility 1e-10 in convex mode).
 LP_SLACK = 1e-7
 OA_TOLERANCE = 1e-10
