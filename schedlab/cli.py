@@ -655,38 +655,58 @@ def _add_shockwave_table(which: Any, common: argparse.ArgumentParser) -> None:
     shockwave.set_defaults(handler=_cmd_tables_shockwave)
 
 
-def _cmd_tables_shockwave(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from schedlab.analysis.tables import shockwave as sw
-
+def _table_out(args: argparse.Namespace) -> Path:
+    """The ``--out`` folder of a paper table (an existing file is an input error)."""
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise InputError("is a file; --out needs a folder", file=str(out), field="--out")
-    settings = sw.quick_settings() if args.quick else sw.TableSettings()
+    return out
+
+
+def _seeded(settings: Any, args: argparse.Namespace) -> Any:
+    """``settings`` with the seeds FIRST..FIRST+N-1 of ``--first-seed``/``--seeds`` (N default:
+    the settings' count) and ``--workers``."""
+    from dataclasses import replace
+
     count = args.seeds or len(settings.seeds)
-    settings = replace(settings, seeds=tuple(range(args.first_seed, args.first_seed + count)),
-                       workers=args.workers)
-    if args.policies:
-        settings = replace(settings, policies=sw.select_policies(args.policies))
+    return replace(settings, seeds=tuple(range(args.first_seed, args.first_seed + count)),
+                   workers=args.workers)
+
+
+def _run_table(args: argparse.Namespace, module: Any, build: Callable[..., Any],
+               settings: Any, out: Path, title: str) -> int:
+    """Run a paper table with a progress bar (stderr, terminals only), write its files and
+    print its Markdown (unless ``--quiet``) and the files written."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     stderr = Console(stderr=True)
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=stderr,
                         disable=args.quiet or not stderr.is_terminal, transient=True)
     with progress:
-        task = progress.add_task("shockwave table", total=sw.cells_count(settings))
+        task = progress.add_task(title, total=module.cells_count(settings))
 
         def step(done: str) -> None:
             progress.update(task, advance=1, description=done)
 
-        table = sw.shockwave_table(settings, out, on_cell=step)
-    written = sw.write_outputs(table, out)
+        table = build(settings, out, on_cell=step)
+    written = module.write_outputs(table, out)
     if not args.quiet:
-        sys.stdout.write(sw.render_markdown(table))
+        sys.stdout.write(module.render_markdown(table))
     _console().print("wrote " + ", ".join(str(p) for p in written), markup=False)
     return EXIT_OK
+
+
+def _cmd_tables_shockwave(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from schedlab.analysis.tables import shockwave as sw
+
+    out = _table_out(args)
+    settings = _seeded(sw.quick_settings() if args.quick else sw.TableSettings(), args)
+    if args.policies:
+        settings = replace(settings, policies=sw.select_policies(args.policies))
+    return _run_table(args, sw, sw.shockwave_table, settings, out, "shockwave table")
 
 
 def _add_titan_table(which: Any, common: argparse.ArgumentParser) -> None:
@@ -728,38 +748,16 @@ def _add_titan_table(which: Any, common: argparse.ArgumentParser) -> None:
 def _cmd_tables_titan(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from schedlab.analysis.tables import titan as tt
 
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise InputError("is a file; --out needs a folder", file=str(out), field="--out")
-    settings = tt.quick_settings() if args.quick else tt.TableSettings()
-    count = args.seeds or len(settings.seeds)
-    settings = replace(settings, seeds=tuple(range(args.first_seed, args.first_seed + count)),
-                       workers=args.workers)
+    out = _table_out(args)
+    settings = _seeded(tt.quick_settings() if args.quick else tt.TableSettings(), args)
     if args.gpus is not None:
         settings = replace(settings, gpus=args.gpus)
     if args.density is not None:
         settings = replace(settings, density=args.density)
     settings = replace(settings, model=args.model)
-    stderr = Console(stderr=True)
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=stderr,
-                        disable=args.quiet or not stderr.is_terminal, transient=True)
-    with progress:
-        task = progress.add_task("titan table", total=tt.cells_count(settings))
-
-        def step(done: str) -> None:
-            progress.update(task, advance=1, description=done)
-
-        table = tt.titan_table(settings, out, on_cell=step)
-    written = tt.write_outputs(table, out)
-    if not args.quiet:
-        sys.stdout.write(tt.render_markdown(table))
-    _console().print("wrote " + ", ".join(str(p) for p in written), markup=False)
-    return EXIT_OK
+    return _run_table(args, tt, tt.titan_table, settings, out, "titan table")
 
 
 def _add_hare_table(which: Any, common: argparse.ArgumentParser) -> None:
@@ -797,37 +795,15 @@ def _add_hare_table(which: Any, common: argparse.ArgumentParser) -> None:
 def _cmd_tables_hare(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from schedlab.analysis.tables import hare as ht
 
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise InputError("is a file; --out needs a folder", file=str(out), field="--out")
-    settings = ht.quick_settings() if args.quick else ht.TableSettings()
-    count = args.seeds or len(settings.seeds)
-    settings = replace(settings, seeds=tuple(range(args.first_seed, args.first_seed + count)),
-                       workers=args.workers)
+    out = _table_out(args)
+    settings = _seeded(ht.quick_settings() if args.quick else ht.TableSettings(), args)
     if args.round_s is not None:
         settings = replace(settings, round_s=args.round_s)
     if args.lp_eps is not None:
         settings = replace(settings, lp_eps=args.lp_eps)
-    stderr = Console(stderr=True)
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=stderr,
-                        disable=args.quiet or not stderr.is_terminal, transient=True)
-    with progress:
-        task = progress.add_task("hare table", total=ht.cells_count(settings))
-
-        def step(done: str) -> None:
-            progress.update(task, advance=1, description=done)
-
-        table = ht.hare_table(settings, out, on_cell=step)
-    written = ht.write_outputs(table, out)
-    if not args.quiet:
-        sys.stdout.write(ht.render_markdown(table))
-    _console().print("wrote " + ", ".join(str(p) for p in written), markup=False)
-    return EXIT_OK
+    return _run_table(args, ht, ht.hare_table, settings, out, "hare table")
 
 
 # ------------------------------------------------------------------- simulate, compare
