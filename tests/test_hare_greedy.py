@@ -90,6 +90,36 @@ def test_single_task_bound_is_exact() -> None:
     assert greedy.objective == pytest.approx(20.0, rel=1e-9)
 
 
+def test_two_round_chain_in_seconds_by_hand() -> None:
+    """One job of two rounds of one 2 s task, arrival 3: the chain forces C_1 >= 3 + 2 + 2 = 7
+    and a schedule reaches it, so the LP (built in its own time unit) reports C = 7 s and
+    w C = 4 x 7 = 28 in seconds."""
+    instance = instance_from_dict({
+        "cluster": {"accelerators": {"v100": {"count": 1}}},
+        "jobs": [{"id": "a", "weight": 4.0, "arrival": 3.0, "rounds": 2,
+                  "tasks_per_round": 1, "task_seconds": {"v100": 2.0}}]})
+    lp = HareLpBound().solve(instance)
+    assert lp.status == Status.OPTIMAL
+    assert lp.objective == pytest.approx(28.0, rel=1e-7)
+    assert lp.metrics["lp_completion_s"]["a"] == pytest.approx(7.0, rel=1e-7)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_bound_scales_with_the_time_unit(seed: int) -> None:
+    """Every time (arrivals, task and switch seconds) times 1000: the grid, every row and the
+    optimum scale by 1000 (the LP is homogeneous in time)."""
+    instance = random_instance(seed)
+    document = instance.to_dict()
+    for job in document["jobs"]:
+        job["arrival"] = 1000.0 * job.get("arrival", 0.0)
+        job["task_seconds"] = {k: 1000.0 * v for k, v in job["task_seconds"].items()}
+        job["switch_seconds"] = {k: 1000.0 * v for k, v in job["switch_seconds"].items()}
+    small = HareLpBound().solve(instance)
+    large = HareLpBound().solve(instance_from_dict(document))
+    assert small.objective is not None and large.objective is not None
+    assert large.objective == pytest.approx(1000.0 * small.objective, rel=1e-6)
+
+
 def test_bound_below_one_type_optimum() -> None:
     """One job of one round of 5 tasks of 3 s on 2 GPUs: the optimum is ceil(5/2) x 3 = 9;
     the bound is at most that and at least the trivial 3."""
