@@ -766,10 +766,12 @@ def _add_hare_table(which: Any, common: argparse.ArgumentParser) -> None:
 
     hare = which.add_parser(
         "hare", parents=[common],
-        help="Hare: total weighted JCT of Hare vs Sched_Homo, Sched_Allox, Gavel, Tiresias",
+        help="Hare: total weighted JCT of Hare vs Sched_Homo, Sched_Allox, Gavel, Tiresias, "
+        "online LAS",
         description="Solve Hare workloads (100/200/300 jobs on 160 GPUs, and 200 jobs on 80 "
         "to 240 GPUs) with hare.greedy, hare.sched_homo and hare.sched_allox, and simulate "
-        "Gavel max-min fairness and Tiresias on the same jobs as gangs; write hare.md, "
+        "Gavel max-min fairness, Tiresias and tiresias_aware (online heterogeneity-aware "
+        "LAS) on the same jobs as gangs; write hare.md, "
         "hare.csv, hare_jobs.png, hare_gpus.png and hare_jct_cdf.png to --out. Finished "
         "cells are kept in OUT/cells/ and reused. See docs/reproduction.md.")
     hare.add_argument("--out", required=True, metavar="DIR",

@@ -57,7 +57,7 @@ def test_quick_cli_writes_markdown_csv_and_pngs(quick_run: tuple[int, Path, str]
     for label, _, _, _ in ht.SCHEMES:
         assert sum(ln.startswith(f"| {label} |") for ln in markdown.splitlines()) == 2
     seeds = _seed_rows(folder)
-    # workloads: (8, 24), (16, 20), (16, 24); five schemes each
+    # workloads: (8, 24), (16, 20), (16, 24); six schemes each
     assert sorted({(int(n), int(g)) for n, g in zip(seeds["jobs"], seeds["gpus"],
                                                     strict=True)}) == [(8, 24), (16, 20),
                                                                        (16, 24)]
@@ -119,6 +119,32 @@ def test_simulated_cells_rederive_from_gang_simulations(
         assert row["weighted_jct_s"] == pytest.approx(expected, rel=REL), scheme
 
 
+def test_online_las_row_is_heterogeneity_aware_tiresias_on_the_gangs(
+        quick_run: tuple[int, Path, str]) -> None:
+    """The 'Online LAS (heterogeneity-aware)' row = a simulation, run here, of the Tiresias
+    class built with heterogeneity_aware=True (not through the registered name) on the gangs
+    built here; and it differs from the type-blind Tiresias row on this workload."""
+    from schedlab.policies.tiresias import Tiresias
+
+    _, folder, _ = quick_run
+    seeds = _seed_rows(folder)
+    assert ("Online LAS (heterogeneity-aware)", "online", "tiresias_aware", {}) in ht.SCHEMES
+    for jobs, gpus in ((8, 24), (16, 20)):
+        cluster = ht.scaled_cluster(QUICK_CLUSTER, gpus) if gpus != 24 else QUICK_CLUSTER
+        gangs = _gangs_here(generate_hare_instance(jobs, seed=0, cluster=cluster), 60.0)
+        records = simulate(gangs, policy=Tiresias(heterogeneity_aware=True), seed=0).jobs
+        assert all(r.finish is not None for r in records)
+        expected = sum(r.weight * (r.finish - r.arrival) for r in records)  # type: ignore
+        here = seeds[(seeds["jobs"] == jobs) & (seeds["gpus"] == gpus)]
+        row = here[here["scheme"] == "tiresias_aware"]
+        assert len(row) == 1
+        assert row.iloc[0]["label"] == "Online LAS (heterogeneity-aware)"
+        assert row.iloc[0]["weighted_jct_s"] == pytest.approx(expected, rel=REL)
+    blind = seeds[(seeds["scheme"] == "tiresias") & (seeds["jobs"] == 8)].iloc[0]
+    aware = seeds[(seeds["scheme"] == "tiresias_aware") & (seeds["jobs"] == 8)].iloc[0]
+    assert aware["weighted_jct_s"] != pytest.approx(blind["weighted_jct_s"], rel=1e-6)
+
+
 def test_reductions_are_one_minus_hare_over_scheme(quick_run: tuple[int, Path, str]) -> None:
     _, folder, _ = quick_run
     seeds = _seed_rows(folder)
@@ -175,7 +201,7 @@ def test_cached_cells_are_reused_without_running(
 
     monkeypatch.setattr(ht, "run_scheme", counting)
     settings = replace(ht.quick_settings(), jobs=(8,), sweep_jobs=8, gpus=(24,),
-                       schemes=ht.SCHEMES[1:3] + ht.SCHEMES[4:])
+                       schemes=ht.SCHEMES[1:3] + ht.SCHEMES[4:5])
     first = ht.hare_table(settings, tmp_path)
     assert sorted(calls) == [("hare.sched_allox", 8), ("hare.sched_homo", 8), ("tiresias", 8)]
     calls.clear()

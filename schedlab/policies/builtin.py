@@ -49,6 +49,10 @@ BUILTIN_POLICIES: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
     ("tiresias_gittins", "schedlab.policies.tiresias:Tiresias",
      "Tiresias discretized 2D-Gittins: Gittins index within a queue",
      {"gittins": True}),
+    ("tiresias_aware", "schedlab.policies.tiresias:Tiresias",
+     "Tiresias 2D-LAS with each gang on its fastest type with room (heterogeneity-aware "
+     "least attained service; needs no job length)",
+     {"gittins": False, "heterogeneity_aware": True}),
     ("gandiva", "schedlab.policies.gandiva:GandivaTimeSlicing",
      "Gandiva time-slicing (round-robin), packing, defragmenting migration", {}),
     ("gandiva_fair", "schedlab.policies.gandiva:GandivaFair",

@@ -1,6 +1,6 @@
 r"""Hare's comparison table: total weighted JCT of Hare, Sched_Homo, Sched_Allox, Gavel
-(max-min fairness) and Tiresias on heterogeneous clusters, by job count and by GPU count, and
-the JCT distribution.
+(max-min fairness), Tiresias and an online heterogeneity-aware LAS on heterogeneous clusters, by
+job count and by GPU count, and the JCT distribution.
 
 The seed (Hare's poster) simulates 160 heterogeneous GPUs with 100-300 jobs (its Fig. 7/10),
 varies the GPU count (Fig. 9), plots the JCT CDF (Fig. 8) and reports 47.6-75.3% lower
@@ -27,7 +27,11 @@ That is the *gang approximation* of those schedulers: a round's m_j tasks run to
 gang of m_j GPUs of one type (so a round takes p[j,k] seconds, as in Hare's model when the
 tasks run side by side), and a job never spreads one round over types.  Gavel =
 ``gavel.max_min_fairness`` (heterogeneity-aware, its round mechanism), Tiresias =
-``tiresias`` (2D-LAS, its default two queues at 3200 GPU-s).
+``tiresias`` (2D-LAS, its default two queues at 3200 GPU-s, type-blind), and the online
+heterogeneity-aware least-attained-service row = ``tiresias_aware`` (the same 2D-LAS with
+``heterogeneity_aware=True``: each gang on its fastest type with room).  That last one is the
+issue's online variant for jobs whose rounds are not known in advance: its priority is the
+attained GPU-s alone, and it never reads ``total_steps`` (R_j).
 
 **Metrics** per (jobs, GPUs, seed, scheme) cell, from its per-job completion C_j: total
 weighted JCT sum_j w_j (C_j - r_j) (s), its ratio to Hare's, and Hare's reduction
@@ -78,6 +82,7 @@ SCHEMES: tuple[tuple[str, Kind, str, Mapping[str, Any]], ...] = (
     ("Sched_Allox", "offline", "hare.sched_allox", {}),
     ("Gavel (max-min fairness)", "online", "gavel.max_min_fairness", {}),
     ("Tiresias", "online", "tiresias", {}),
+    ("Online LAS (heterogeneity-aware)", "online", "tiresias_aware", {}),
 )
 #: The reductions' reference.
 REFERENCE = "hare.greedy"
@@ -141,7 +146,7 @@ class TableSettings:
 
 def quick_settings(**overrides: Any) -> TableSettings:
     """The ``--quick`` table (well under a minute): 8 and 16 jobs on 24 GPUs (10 K80 + 7 P100
-    + 7 V100), 16 jobs on 20 and 24 GPUs, seed 0, all five schemes."""
+    + 7 V100), 16 jobs on 20 and 24 GPUs, seed 0, all six schemes."""
     base = TableSettings(jobs=(8, 16), sweep_jobs=16, gpus=(20, 24),
                          cluster={"k80": 10, "p100": 7, "v100": 7}, seeds=(0,))
     return replace(base, **overrides)
@@ -529,7 +534,8 @@ def render_markdown(table: HareTable) -> str:
         "",
         f"Ran: {cfg.describe()}. Hare = `hare.greedy` (LP order, grid eps {cfg.lp_eps:g}); "
         "Sched_Homo and Sched_Allox are offline list schedules of the same instance; Gavel "
-        "(max-min fairness) and Tiresias (2D-LAS, two queues at 3200 GPU-s) run in the "
+        "(max-min fairness), Tiresias (2D-LAS, two queues at 3200 GPU-s, type-blind) and "
+        "Online LAS (the same 2D-LAS, fastest type first; it never reads R_j) run in the "
         f"round-based simulator ({cfg.round_s:g} s rounds) with each job as one gang of m_j "
         "GPUs of one type running R_j rounds at 1/p[j,k] rounds/s (the gang approximation: "
         "a round's tasks run together on one type). Cells: total weighted JCT "
