@@ -1,5 +1,7 @@
 """hare.lp_bound and hare.greedy: cases by hand, the checker on random instances, the bound
-chain trivial <= LP <= greedy, and the starvation rule on the placement order."""
+chain trivial <= LP <= greedy, the starvation rule on the placement order, and backfilling
+(a gap used by hand, a gap too small for the switch gaps left alone, the checker on random
+instances)."""
 
 from __future__ import annotations
 
@@ -7,10 +9,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from schedlab.check import check
-from schedlab.formulations.hare.greedy import HareGreedy
+from schedlab.formulations.hare.greedy import HareGreedy, greedy_schedule
 from schedlab.formulations.hare.lp_bound import HareLpBound
+from schedlab.formulations.hare.model import hare_data, hare_solution
 from schedlab.instance import Instance, instance_from_dict
 from schedlab.solution import Status
 
@@ -199,3 +204,82 @@ def test_starvation_rule_lets_a_light_job_through() -> None:
     assert start["aged"] == 4.0
     assert start["plain"] >= 12.0  # 4 heavy jobs x 3 rounds x 2 tasks x 1 s on 2 GPUs
     assert check(instance, aged) == [] and check(instance, plain) == []
+
+
+def backfill_instance(b_switch: float) -> Instance:
+    """One V100; c (1 s, arrival 0), a (2 s, arrival 4, sigma 1), b (1 s, arrival 0, weight 2,
+    sigma ``b_switch``)."""
+    return instance_from_dict({
+        "cluster": {"accelerators": {"v100": {"count": 1}}},
+        "jobs": [{"id": "a", "weight": 1.0, "arrival": 4.0, "rounds": 1, "tasks_per_round": 1,
+                  "task_seconds": {"v100": 2.0}, "switch_seconds": 1.0},
+                 {"id": "b", "weight": 2.0, "rounds": 1, "tasks_per_round": 1,
+                  "task_seconds": {"v100": 1.0}, "switch_seconds": b_switch},
+                 {"id": "c", "weight": 1.0, "rounds": 1, "tasks_per_round": 1,
+                  "task_seconds": {"v100": 1.0}}]})
+
+
+def hand_ordered(instance: Instance, backfill: bool) -> tuple[dict[str, tuple[float, float]],
+                                                               float]:
+    """The list schedule with keys a 1, b 5, c 0 and no aging (Delta = inf): priorities
+    max(ready, key) = a 4, b 5, c 0, so c, a, b are placed in that order.  Returns each job's
+    (start, end) and the checked solution's objective."""
+    data = hare_data(instance, "hare.greedy")
+    tasks, order = greedy_schedule(data, np.array([1.0, 5.0, 0.0]), np.arange(3),
+                                   float("inf"), backfill=backfill)
+    assert order == [(2, 0), (0, 0), (1, 0)]
+    solution = hare_solution(instance, "hare.greedy", data, tasks, status=Status.FEASIBLE)
+    assert check(instance, solution) == []
+    assert solution.objective is not None
+    return {data.job_ids[t.job]: (t.start, t.end) for t in tasks}, solution.objective
+
+
+def test_backfill_fills_a_gap_by_hand() -> None:
+    """c [0, 1); a waits for its arrival: start max(4, 1 + sigma_a) = 4, a [4, 6).  b (sigma 1):
+    list order appends it at 6 + 1 = 7, b [7, 8): sum w C = 1 + 6 + 2 x 8 = 23.  Backfilled,
+    b goes into the gap [1, 4): start 1 + sigma_b = 2, end 3, and a still has its switch gap:
+    3 + sigma_a = 4 <= 4; b [2, 3): sum w C = 1 + 6 + 2 x 3 = 13."""
+    instance = backfill_instance(1.0)
+    plain, plain_objective = hand_ordered(instance, backfill=False)
+    filled, filled_objective = hand_ordered(instance, backfill=True)
+    assert plain == {"c": (0.0, 1.0), "a": (4.0, 6.0), "b": (7.0, 8.0)}
+    assert filled == {"c": (0.0, 1.0), "a": (4.0, 6.0), "b": (2.0, 3.0)}
+    assert plain_objective == pytest.approx(23.0, rel=1e-9)
+    assert filled_objective == pytest.approx(13.0, rel=1e-9)
+
+
+def test_backfill_skips_a_gap_too_small_for_the_switches() -> None:
+    """As above with sigma_b = 1.5: in the gap b would run [2.5, 3.5) and a needs
+    3.5 + sigma_a = 4.5 > 4, so b is appended at 6 + 1.5: b [7.5, 8.5) either way;
+    sum w C = 1 + 6 + 2 x 8.5 = 24."""
+    instance = backfill_instance(1.5)
+    for backfill in (False, True):
+        ends, objective = hand_ordered(instance, backfill=backfill)
+        assert ends == {"c": (0.0, 1.0), "a": (4.0, 6.0), "b": (7.5, 8.5)}
+        assert objective == pytest.approx(24.0, rel=1e-9)
+
+
+def test_backfill_option_reaches_the_method() -> None:
+    """HareGreedy(backfill=True) on the hand instance (its own order): a valid schedule, and
+    with backfill off the same schedule as before the option existed (the default)."""
+    instance = backfill_instance(1.0)
+    assert check(instance, HareGreedy(backfill=True).solve(instance)) == []
+    default = HareGreedy().solve(instance)
+    off = HareGreedy(backfill=False).solve(instance)
+    assert [(e.job, e.start, e.end) for e in default.schedule] == \
+        [(e.job, e.start, e.end) for e in off.schedule]
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), switch=st.booleans(), arrivals=st.booleans(),
+       first_pays=st.booleans(), use_lp=st.booleans(),
+       max_wait_s=st.sampled_from([0.0, 2.0, float("inf")]))
+def test_backfill_schedules_pass_the_checker(seed: int, switch: bool, arrivals: bool,
+                                             first_pays: bool, use_lp: bool,
+                                             max_wait_s: float) -> None:
+    """Random small instances: the backfilled schedule passes the checker and runs every
+    task of every round once (the checker counts them)."""
+    instance = random_instance(seed, switch=switch, arrivals=arrivals, first_pays=first_pays)
+    solution = HareGreedy(backfill=True, use_lp=use_lp, max_wait_s=max_wait_s).solve(instance)
+    assert solution.status == Status.FEASIBLE
+    assert check(instance, solution) == []

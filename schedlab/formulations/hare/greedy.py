@@ -15,8 +15,23 @@ r_j + (q+1) pmin_j) and Delta = ``max_wait_s``.  Its m_j tasks go one by one to 
 
 free_g = the end of the last task placed on g, gap = sigma[j, type(g)] when g's last task
 belongs to another job (or g has none and ``params.switch_on_first_task``), else 0; ties go
-to the lower type, then GPU index.  A task goes after the GPU's last task (list order, no
-backfilling into earlier idle gaps).
+to the lower type, then GPU index.  By default a task goes after the GPU's last task (list
+order, no backfilling into earlier idle gaps).
+
+**Backfilling** (``backfill=True``).  A task may also go into an idle gap of g between two
+placed tasks a and b (or before g's first task b) when it fits entirely, moving no placed
+task:
+
+    start = max(t_u, end(a) + gap_in),   end = start + p[j, type(g)],
+    end + gap_out <= start(b),
+
+gap_in as above (sigma[j, type(g)] when a is another job's, 0 for the same job; no a: 0, or
+sigma when the first task pays), gap_out = sigma[job(b), type(g)] when b is another job's,
+else 0 (b now follows the new task and pays its switch from it).  On each GPU the first
+slot that fits (gaps in time order, then after the last task) has the earliest start; the
+task goes to the GPU whose earliest slot ends it earliest (ties as above).  The rounds are
+placed in the same order, so a backfilled schedule is not always better: an earlier task
+changes the later choices.
 
 **Starvation-freedom.**  pi_u lies in [t_u, t_u + Delta].  A round that becomes ready more
 than Delta after round u has priority > t_u + Delta >= pi_u, so it is placed after u: no
@@ -30,6 +45,7 @@ objective is then >= it), ``metrics["bound_ratio"]`` = greedy / bound on sum_j w
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 import time
@@ -57,11 +73,54 @@ from schedlab.solvers import SolverOptions
 DEFAULT_MAX_WAIT_S = 1800.0
 
 
+class GpuTimelines:
+    """The tasks placed on every GPU, in time order: starts, ends and jobs per GPU (global
+    GPU index), for the backfilling search of :meth:`earliest_gap_end`."""
+
+    def __init__(self, num_gpus: int, switch_on: FloatArray, first_gap: float) -> None:
+        self.starts: list[list[float]] = [[] for _ in range(num_gpus)]
+        self.ends: list[list[float]] = [[] for _ in range(num_gpus)]
+        self.jobs: list[list[int]] = [[] for _ in range(num_gpus)]
+        self.switch_on = switch_on      # (J, G): sigma[j, type(g)]
+        self.first_gap = first_gap      # 1.0 when a GPU's first task pays sigma
+
+    def earliest_gap_end(self, g: int, j: int, ready: float, seconds: float,
+                         limit: float) -> tuple[float, float, int] | None:
+        """The first idle gap of GPU g (before its last task) that holds a task of job j of
+        ``seconds`` s ready at ``ready`` (module docstring's gap_in and gap_out), as (start,
+        end, insertion position); None when no gap holds it or its end would exceed
+        ``limit`` (a slot ending later cannot win)."""
+        starts, ends, jobs = self.starts[g], self.ends[g], self.jobs[g]
+        sigma_j = float(self.switch_on[j, g])
+        # position k = insert before task k; task k must start at or after ready + seconds
+        for k in range(bisect.bisect_left(starts, ready + seconds), len(starts)):
+            if k == 0:
+                start = max(ready, self.first_gap * sigma_j)
+            else:
+                if ends[k - 1] + seconds > limit:
+                    return None   # ends only grow along the GPU: no later gap can win
+                start = max(ready, ends[k - 1] + (0.0 if jobs[k - 1] == j else sigma_j))
+            end = start + seconds
+            if end > limit:
+                return None
+            gap_out = 0.0 if jobs[k] == j else float(self.switch_on[jobs[k], g])
+            if end + gap_out <= starts[k]:
+                return start, end, k
+        return None
+
+    def insert(self, g: int, k: int, start: float, end: float, j: int) -> None:
+        """Record a task of job j on GPU g at position k."""
+        self.starts[g].insert(k, start)
+        self.ends[g].insert(k, end)
+        self.jobs[g].insert(k, j)
+
+
 def greedy_schedule(data: HareData, round_keys: FloatArray, job_rank: IntArray,
-                    max_wait_s: float) -> tuple[list[Task], list[tuple[int, int]]]:
+                    max_wait_s: float, *, backfill: bool = False,
+                    ) -> tuple[list[Task], list[tuple[int, int]]]:
     """The module docstring's list schedule; returns the tasks and the placement order of
     the rounds as (job, round).  ``round_keys``: L_u in (job, round) order; ``job_rank``:
-    each job's position in the LP order (ties)."""
+    each job's position in the LP order (ties); ``backfill``: also try the idle gaps."""
     starts = np.concatenate([[0], np.cumsum(data.rounds)])
     gpu_type = np.repeat(np.arange(data.num_types), data.gpus)
     gpu_local = np.concatenate([np.arange(n) for n in data.gpus]) if len(gpu_type) else \
@@ -72,6 +131,7 @@ def greedy_schedule(data: HareData, round_keys: FloatArray, job_rank: IntArray,
     switch_on = data.switch[:, gpu_type]       # (J, G)
     first_gap = 1.0 if data.first_task_pays else 0.0
     heap: list[tuple[float, int, int, int, float]] = []
+    timelines = GpuTimelines(len(gpu_type), switch_on, first_gap) if backfill else None
 
     def push(j: int, q: int, ready: float) -> None:
         key = float(round_keys[starts[j] + q])
@@ -93,11 +153,24 @@ def greedy_schedule(data: HareData, round_keys: FloatArray, job_rank: IntArray,
             start = np.maximum(ready, free + gap)
             end = start + p
             g = int(np.argmin(end))  # inf where the job cannot run; first minimum on ties
+            task_start, task_end = float(start[g]), float(end[g])
+            slot = None
+            if timelines is not None:
+                best, best_g, position = task_end, g, len(timelines.starts[g])
+                for h in np.flatnonzero(ready + p <= best):   # usable, may beat the best
+                    found = timelines.earliest_gap_end(int(h), j, ready, float(p[h]), best)
+                    if found is not None and (found[1] < best
+                                              or (found[1] == best and h < best_g)):
+                        task_start, best, best_g, position = found[0], found[1], int(h), found[2]
+                        slot = position
+                g, task_end = best_g, best
+                timelines.insert(g, position, task_start, task_end, j)
             tasks.append(Task(job=j, round=q, index=index, type=int(gpu_type[g]),
-                              gpu=int(gpu_local[g]), start=float(start[g]), end=float(end[g])))
-            free[g] = end[g]
-            last_job[g] = j
-            round_end = max(round_end, float(end[g]))
+                              gpu=int(gpu_local[g]), start=task_start, end=task_end))
+            if slot is None:   # appended after g's last task
+                free[g] = task_end
+                last_job[g] = j
+            round_end = max(round_end, task_end)
         if q + 1 < data.rounds[j]:
             push(j, q + 1, round_end)
     return tasks, order
@@ -111,6 +184,8 @@ class HareGreedy(Method):
             r_j + (q+1) pmin_j, no LP solved and no bound).
         max_wait_s: Delta of the starvation rule, s.
         eps: the LP grid's eps.
+        backfill: also place a task in an idle gap between placed tasks when it fits
+            (module docstring); default off: after the GPU's last task.
     """
 
     name = "hare.greedy"
@@ -119,12 +194,13 @@ class HareGreedy(Method):
     objective_sense = "minimize"
 
     def __init__(self, *, use_lp: bool = True, max_wait_s: float = DEFAULT_MAX_WAIT_S,
-                 eps: float = DEFAULT_EPS) -> None:
+                 eps: float = DEFAULT_EPS, backfill: bool = False) -> None:
         if not (max_wait_s >= 0 and not math.isnan(max_wait_s)):
             raise InputError(f"max_wait_s must be >= 0, got {max_wait_s}", field="max_wait_s")
         self.use_lp = use_lp
         self.max_wait_s = max_wait_s
         self.eps = eps
+        self.backfill = backfill
 
     def validate(self, instance: Instance) -> None:
         """Every job has rounds, tasks_per_round and task_seconds."""
@@ -153,7 +229,8 @@ class HareGreedy(Method):
                 diagnostics.append(f"LP not solved ({lp.result.status.value}: "
                                    f"{lp.result.message}); fallback: the trivial order")
         t1 = time.perf_counter()
-        tasks, order = greedy_schedule(data, keys, rank, self.max_wait_s)
+        tasks, order = greedy_schedule(data, keys, rank, self.max_wait_s,
+                                       backfill=self.backfill)
         solution = hare_solution(instance, self.name, data, tasks, status=Status.FEASIBLE,
                                  bound=bound)
         solution.solver = "none"  # a heuristic: the LP only orders it and bounds it
