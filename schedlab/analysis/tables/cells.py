@@ -13,6 +13,7 @@ import functools
 import hashlib
 import logging
 import math
+import re
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
@@ -54,6 +55,12 @@ def code_digest() -> str:
         digest.update(relative.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def file_safe(name: str) -> str:
+    """``name`` with every character outside [A-Za-z0-9_.+-] replaced by '-' (a policy or
+    scheme name inside a cell's file name)."""
+    return re.sub(r"[^A-Za-z0-9_.+-]", "-", name)
 
 
 def mean_std(values: Sequence[float]) -> tuple[float, float]:
@@ -137,4 +144,4 @@ def write_markdown_and_csv(folder: Path, markdown_name: str, markdown: str, csv_
     return [markdown_path, csv_path]
 
 
-__all__ = ["code_digest", "mean_std", "ratio", "run_cached", "write_markdown_and_csv"]
+__all__ = ["code_digest", "file_safe", "mean_std", "ratio", "run_cached", "write_markdown_and_csv"]

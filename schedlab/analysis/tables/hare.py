@@ -50,7 +50,6 @@ import hashlib
 import json
 import logging
 import math
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -62,6 +61,7 @@ import pandas as pd
 
 from schedlab.analysis.tables.cells import (
     code_digest,
+    file_safe,
     mean_std,
     ratio,
     run_cached,
@@ -239,7 +239,7 @@ class Cell:
     @property
     def file_name(self) -> str:
         """``<scheme>__n<jobs>__g<gpus>__seed<seed>__<key>.json`` (file-safe)."""
-        safe = re.sub(r"[^A-Za-z0-9_.+-]", "-", self.scheme)
+        safe = file_safe(self.scheme)
         return f"{safe}__n{self.jobs}__g{self.gpus}__seed{self.seed}__{self.key}.json"
 
 

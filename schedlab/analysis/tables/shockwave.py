@@ -45,7 +45,6 @@ import hashlib
 import json
 import logging
 import math
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -58,6 +57,7 @@ import pandas as pd
 from schedlab.analysis import metrics
 from schedlab.analysis.tables.cells import (
     code_digest,
+    file_safe,
     mean_std,
     ratio,
     run_cached,
@@ -208,7 +208,7 @@ class Cell:
     @property
     def file_name(self) -> str:
         """``<policy>__seed<seed>__<key>.json`` (the policy name made file-safe)."""
-        safe = re.sub(r"[^A-Za-z0-9_.+-]", "-", self.policy)
+        safe = file_safe(self.policy)
         return f"{safe}__seed{self.seed}__{self.key}.json"
 
 

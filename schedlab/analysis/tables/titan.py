@@ -35,7 +35,6 @@ import hashlib
 import json
 import logging
 import math
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -47,6 +46,7 @@ import pandas as pd
 
 from schedlab.analysis.tables.cells import (
     code_digest,
+    file_safe,
     mean_std,
     ratio,
     run_cached,
@@ -156,7 +156,7 @@ class Cell:
     @property
     def file_name(self) -> str:
         """``<policy>__d<density>__seed<seed>__<key>.json`` (file-safe)."""
-        safe = re.sub(r"[^A-Za-z0-9_.+-]", "-", self.policy)
+        safe = file_safe(self.policy)
         return f"{safe}__d{self.density:g}__seed{self.seed}__{self.key}.json"
 
 

@@ -27,6 +27,7 @@ Both are heuristics: status ``feasible``, no bound.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -152,8 +153,9 @@ class _Baseline(Heuristic):
 
         return example_instances()["small-6jobs-4gpus.json"]
 
+    @abstractmethod
     def schedule(self, data: HareData) -> list[Task]:
-        raise NotImplementedError
+        """The baseline's task schedule of ``data``."""
 
     def run(self, instance: Instance) -> Solution:
         """The baseline's schedule as a Solution (status feasible, no bound)."""
