@@ -220,10 +220,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     schema = sub.add_parser("schema", parents=[common], help="print a JSON Schema",
                             description="Print the JSON Schema of a file format.")
-    schema.add_argument("kind", choices=("instance", "solution"), help="which file format")
+    schema.add_argument("kind", choices=("instance", "solution", "throughputs", "replay"),
+                        help="which file format")
     schema.set_defaults(handler=_cmd_schema)
     _add_simulation_commands(sub, common)
+    _add_profiling_commands(sub, common)
     return parser
+
+
+def _add_profiling_commands(sub: Any, common: argparse.ArgumentParser) -> None:
+    """``profile`` (and its tools) and ``replay``: defined beside their code."""
+    from schedlab.executor.cli import add_replay_command
+    from schedlab.profiler.cli import add_profile_command
+
+    add_profile_command(sub, common, _Parser)
+    add_replay_command(sub, common, _Parser)
 
 
 # ------------------------------------------------------------------------------- output
@@ -593,9 +604,24 @@ def _cmd_schema(args: argparse.Namespace) -> int:
     from schedlab.instance import instance_json_schema
     from schedlab.solution import solution_json_schema
 
-    schema = instance_json_schema() if args.kind == "instance" else solution_json_schema()
+    schemas: dict[str, Callable[[], dict[str, Any]]] = {
+        "instance": instance_json_schema, "solution": solution_json_schema,
+        "throughputs": _throughputs_schema, "replay": _replay_schema}
+    schema = schemas[args.kind]()
     sys.stdout.write(json.dumps(schema, indent=2) + "\n")
     return EXIT_OK
+
+
+def _throughputs_schema() -> dict[str, Any]:
+    from schedlab.profiler.matrix import throughputs_json_schema
+
+    return throughputs_json_schema()
+
+
+def _replay_schema() -> dict[str, Any]:
+    from schedlab.executor.report import replay_report_json_schema
+
+    return replay_report_json_schema()
 
 
 # ------------------------------------------------------------------------------ tables

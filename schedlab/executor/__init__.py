@@ -1,0 +1,1 @@
+"""Replay a Solution on real PyTorch jobs (docs/executor.md)."""
