@@ -1,0 +1,204 @@
+"""Switch costs on real PyTorch: every kind runs, the in-process switches resume the job
+exactly, and the mean/CI arithmetic is the Student-t interval computed by hand."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from schedlab.errors import InputError  # noqa: E402
+from schedlab.profiler.checkpoint import list_checkpoints  # noqa: E402
+from schedlab.profiler.matrix import SWITCH_KINDS, SwitchMeasurement  # noqa: E402
+from schedlab.profiler.switching import (  # noqa: E402
+    JOB_SEED,
+    load_units,
+    mean_ci,
+    measure_switch,
+    measure_switches,
+    prepare_switch_files,
+    previous_job,
+    split_state,
+    switch_pipelined,
+    switch_resident,
+    switch_warm,
+)
+from schedlab.profiler.zoo import JobSpec, TrainingJob, build_model  # noqa: E402
+
+SPEC = JobSpec("recommender", "tiny", 4)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread() -> None:
+    torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("switches")
+
+
+@pytest.fixture(scope="module")
+def measured(workdir: Path) -> dict[str, SwitchMeasurement]:
+    """All four kinds of one tiny job, 2 timed repeats, no warm-up (one worker + 2 spawns)."""
+    cells = measure_switches(SPEC, "cpu", "cpu", SWITCH_KINDS, repeats=2, workdir=workdir,
+                             warmup=0)
+    return {cell.switch: cell for cell in cells}
+
+
+@pytest.mark.parametrize("kind", SWITCH_KINDS)
+def test_each_kind_gives_a_positive_mean_with_its_interval(
+        measured: dict[str, SwitchMeasurement], kind: str) -> None:
+    cell = measured[kind]
+    assert cell.status == "ok", cell.reason
+    assert cell.job == "recommender/tiny@4" and cell.device == "cpu" and cell.backend == "cpu"
+    assert cell.switch == kind and cell.repeats == 2
+    assert cell.seconds is not None and cell.seconds > 0
+    assert cell.seconds_ci is not None
+    low, high = cell.seconds_ci
+    assert low <= cell.seconds <= high
+    assert cell.key == f"switch:recommender/tiny@4:cpu:{kind}"
+
+
+def test_checkpoint_bytes_is_the_checkpoint_file_size(
+        measured: dict[str, SwitchMeasurement], workdir: Path) -> None:
+    files = [path for folder in workdir.rglob("checkpoint")
+             for _, path in list_checkpoints(folder)]
+    assert len(files) == 1
+    assert {measured[k].checkpoint_bytes for k in SWITCH_KINDS} == {files[0].stat().st_size}
+
+
+def test_resident_is_cheaper_than_cold(measured: dict[str, SwitchMeasurement]) -> None:
+    """Physical: a cold switch also starts a process and imports torch."""
+    resident, cold = measured["resident"].seconds, measured["cold"].seconds
+    assert resident is not None and cold is not None
+    assert resident < cold
+
+
+def test_measure_switch_one_kind(tmp_path: Path) -> None:
+    cell = measure_switch(JobSpec("lstm", "tiny", 2), "cpu0", "cpu", "warm", repeats=2,
+                          workdir=tmp_path, warmup=0)
+    assert cell.status == "ok" and cell.switch == "warm" and cell.device == "cpu0"
+    assert cell.repeats == 2 and cell.seconds is not None and cell.seconds > 0
+
+
+def test_bad_arguments_raise_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="unknown switch kind"):
+        measure_switch(SPEC, "cpu", "cpu", "lukewarm", workdir=tmp_path)
+    with pytest.raises(InputError, match="backend"):
+        measure_switch(SPEC, "cpu", "tpu", "warm", workdir=tmp_path)
+    with pytest.raises(InputError, match="repeats"):
+        measure_switch(SPEC, "cpu", "cpu", "warm", repeats=0, workdir=tmp_path)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA message")
+def test_cuda_backend_without_cuda_is_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no CUDA device"):
+        measure_switch(SPEC, "h100", "cuda", "warm", workdir=tmp_path)
+
+
+# ------------------------------------------------------------ the switches in process
+
+
+def _reference_after(spec: JobSpec, steps: int) -> TrainingJob:
+    """An uninterrupted run of ``steps`` steps with the switch's seed."""
+    with torch.random.fork_rng(devices=[]):
+        job = TrainingJob(spec, seed=JOB_SEED)
+        for _ in range(steps):
+            job.step()
+    return job
+
+
+def _close(a: TrainingJob, b: TrainingJob) -> bool:
+    left, right = a.model.state_dict(), b.model.state_dict()
+    return left.keys() == right.keys() and all(
+        torch.allclose(left[k].float(), right[k].float(), rtol=1e-9, atol=0.0) for k in left)
+
+
+@pytest.mark.parametrize("model", ["gpt", "resnet18", "transformer"])
+def test_pipelined_switch_resumes_the_job(model: str, tmp_path: Path) -> None:
+    """The checkpoint is taken after step 1; the switch's first step is step 2, so the
+    parameters equal those of an uninterrupted 2-step run (weights really loaded, unit by
+    unit, and the optimizer state too)."""
+    spec = JobSpec(model, "tiny", 2)
+    files = prepare_switch_files(spec, tmp_path)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(99)  # the switch builds with JOB_SEED anyway; the weights must load
+        job = switch_pipelined(spec, files, "cpu")
+    assert job.steps_done == 2
+    assert _close(job, _reference_after(spec, 2))
+    assert not _close(job, _reference_after(spec, 1))  # the comparison can fail
+
+
+def test_warm_and_resident_switches_resume_the_job(tmp_path: Path) -> None:
+    spec = JobSpec("lstm", "tiny", 2)
+    files = prepare_switch_files(spec, tmp_path)
+    with torch.random.fork_rng(devices=[]):
+        warm = switch_warm(spec, files, "cpu")
+    assert warm.steps_done == 2 and _close(warm, _reference_after(spec, 2))
+    # resident: the model's parameters are current (those after step 1); the optimizer
+    # state (momentum after step 1) is swapped in from its own file
+    resident = _reference_after(spec, 1)
+    resident.optimizer = torch.optim.SGD(resident.model.parameters(), lr=0.01, momentum=0.9)
+    resident.steps_done = 0
+    with torch.random.fork_rng(devices=[]):
+        switch_resident(resident, files, "cpu")
+    assert resident.steps_done == 2 and _close(resident, _reference_after(spec, 2))
+
+
+def test_load_units_expand_module_lists_in_forward_order() -> None:
+    model = build_model(JobSpec("gpt", "tiny", 1))  # 2 layers
+    assert [name for name, _ in load_units(model)] == [
+        "embedding", "blocks.0", "blocks.1", "norm", "output"]
+    resnet = build_model(JobSpec("resnet18", "tiny", 1))
+    assert [name for name, _ in load_units(resnet)] == ["0", "1", "2", "3", "4", "5"]
+
+
+def test_split_state_by_unit_prefix() -> None:
+    state = {"position": 1, "blocks.0.w": 2, "blocks.1.w": 3, "blocks.10.w": 4, "norm.b": 5}
+    parts = split_state(state, ["blocks.0", "blocks.1", "blocks.10", "norm"])
+    assert parts == [{"position": 1}, {"w": 2}, {"w": 3}, {"w": 4}, {"b": 5}]
+
+
+def test_previous_job_is_another_model_of_the_same_size() -> None:
+    assert previous_job(JobSpec("resnet18", "small", 8)) == JobSpec("resnet50", "small", 8)
+    assert previous_job(JobSpec("gpt", "tiny", 2)) == JobSpec("resnet18", "tiny", 2)
+
+
+def test_mean_ci_is_the_student_t_interval() -> None:
+    # samples 1, 2, 3: mean 2, sd 1; t quantile with 2 degrees of freedom in closed form,
+    # t_p = (2p - 1) / sqrt(2 p (1 - p)), p = 0.975
+    p = 0.975
+    t_quantile = (2 * p - 1) / math.sqrt(2 * p * (1 - p))
+    mean, ci = mean_ci([1.0, 2.0, 3.0])
+    assert mean == pytest.approx(2.0, rel=1e-12)
+    assert ci is not None
+    half = t_quantile / math.sqrt(3)
+    assert ci[0] == pytest.approx(2.0 - half, rel=1e-9)
+    assert ci[1] == pytest.approx(2.0 + half, rel=1e-9)
+    assert mean_ci([4.0]) == (4.0, None)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_switches(tmp_path: Path) -> None:
+    cells = measure_switches(SPEC, "gpu", "cuda", SWITCH_KINDS, repeats=2, workdir=tmp_path,
+                             warmup=1)
+    for cell in cells:
+        assert cell.status == "ok", cell.reason
+        assert cell.backend == "cuda" and cell.seconds is not None and cell.seconds > 0
+    by_kind = {cell.switch: cell.seconds for cell in cells}
+    assert by_kind["resident"] < by_kind["cold"]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_pipelined_switch_resumes_the_job(tmp_path: Path) -> None:
+    spec = JobSpec("gpt", "tiny", 2)
+    files = prepare_switch_files(spec, tmp_path)
+    job = switch_pipelined(spec, files, "cuda")
+    reference = switch_warm(spec, files, "cuda")
+    left, right = job.model.state_dict(), reference.model.state_dict()
+    assert all(torch.allclose(left[k].float(), right[k].float(), rtol=1e-6, atol=1e-7)
+               for k in left)
