@@ -3,7 +3,11 @@ exactly, and the mean/CI arithmetic is the Student-t interval computed by hand."
 
 from __future__ import annotations
 
+import argparse
+import csv
+import io
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,8 +15,23 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from schedlab.errors import InputError  # noqa: E402
+from schedlab.formulations.hare.switching import (  # noqa: E402
+    SwitchContext,
+    hare_switch_from_profile,
+)
+from schedlab.formulations.hare.switching import switch_model as hare_switch_model  # noqa: E402
 from schedlab.profiler.checkpoint import list_checkpoints  # noqa: E402
-from schedlab.profiler.matrix import SWITCH_KINDS, SwitchMeasurement  # noqa: E402
+from schedlab.profiler.matrix import (  # noqa: E402
+    SWITCH_KINDS,
+    Measurement,
+    SwitchMeasurement,
+    ThroughputFile,
+)
+from schedlab.profiler.switch_table import (  # noqa: E402
+    add_table_command,
+    render_markdown,
+    switch_table,
+)
 from schedlab.profiler.switching import (  # noqa: E402
     JOB_SEED,
     load_units,
@@ -27,6 +46,9 @@ from schedlab.profiler.switching import (  # noqa: E402
     switch_warm,
 )
 from schedlab.profiler.zoo import JobSpec, TrainingJob, build_model  # noqa: E402
+from schedlab.simulator.switch import SwitchCost as TitanCost  # noqa: E402
+from schedlab.simulator.switch import SwitchModel as TitanSwitchModel  # noqa: E402
+from schedlab.simulator.switch import titan_switch_from_profile  # noqa: E402
 
 SPEC = JobSpec("recommender", "tiny", 4)
 
@@ -202,3 +224,153 @@ def test_cuda_pipelined_switch_resumes_the_job(tmp_path: Path) -> None:
     left, right = job.model.state_dict(), reference.model.state_dict()
     assert all(torch.allclose(left[k].float(), right[k].float(), rtol=1e-6, atol=1e-7)
                for k in left)
+
+
+# ------------------------------------------------- the table, Titan and Hare read it
+
+
+def _switch(job: str, kind: str, seconds: float | None, device: str = "cpu",
+            status: str = "ok") -> SwitchMeasurement:
+    return SwitchMeasurement(job=job, device=device, switch=kind, seconds=seconds,  # type: ignore[arg-type]
+                             status=status, repeats=3)  # type: ignore[arg-type]
+
+
+def _hand_file() -> ThroughputFile:
+    """Two jobs; gpt's warm cell missing and its resident cell an error."""
+    data = ThroughputFile()
+    for kind, seconds in {"cold": 2.5, "pipelined": 0.25, "warm": 0.5, "resident": 0.125}.items():
+        data.upsert(_switch("resnet18/tiny@8", kind, seconds))
+    data.upsert(_switch("gpt/small@8", "cold", 3.0))
+    data.upsert(_switch("gpt/small@8", "pipelined", 0.75))
+    data.upsert(_switch("gpt/small@8", "resident", None, status="error"))
+    data.upsert(Measurement(job="gpt/small@8", device="cpu", steps_per_s=10.0))
+    return data
+
+
+def test_switch_table_rows_and_columns() -> None:
+    table = switch_table(_hand_file())
+    assert table.columns == ("resnet18/tiny@8", "gpt/small@8")
+    assert table.seconds == {"cold": (2.5, 3.0), "pipelined": (0.25, 0.75),
+                             "warm": (0.5, None), "resident": (0.125, None)}
+    assert render_markdown(table).splitlines() == [
+        "| switch (s) | resnet18/tiny@8 | gpt/small@8 |",
+        "|---|---:|---:|",
+        "| cold | 2.5 | 3 |",
+        "| pipelined | 0.25 | 0.75 |",
+        "| warm | 0.5 | - |",
+        "| resident | 0.125 | - |",
+    ]
+
+
+def test_switch_table_with_several_devices_names_them() -> None:
+    data = _hand_file()
+    data.upsert(_switch("resnet18/tiny@8", "cold", 1.0, device="h100"))
+    assert switch_table(data).columns == (
+        "resnet18/tiny@8 on cpu", "gpt/small@8 on cpu", "resnet18/tiny@8 on h100")
+    only = switch_table(data, "h100")
+    assert only.columns == ("resnet18/tiny@8",)
+    assert only.seconds["cold"] == (1.0,) and only.seconds["warm"] == (None,)
+
+
+def _run_table(argv: list[str]) -> int:
+    """The ``profile-table`` handler behind a parser of its own, with the CLI's exit-code rule
+    for bad input (the full CLI registers it in schedlab.profiler.cli)."""
+    parser = argparse.ArgumentParser(prog="schedlab")
+    common = argparse.ArgumentParser(add_help=False)
+    add_table_command(parser.add_subparsers(), common, argparse.ArgumentParser)
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except InputError as error:
+        sys.stderr.write(f"error: {error}\n")
+        return error.exit_code
+
+
+def test_profile_table_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "throughputs.json"
+    _hand_file().save(path)
+    assert _run_table(["profile-table", str(path), "--format", "csv"]) == 0
+    rows = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    assert rows == [["switch", "resnet18/tiny@8", "gpt/small@8"],
+                    ["cold", "2.5", "3.0"], ["pipelined", "0.25", "0.75"],
+                    ["warm", "0.5", "-"], ["resident", "0.125", "-"]]
+    out = tmp_path / "table.md"
+    assert _run_table(["profile-table", str(path), "--out", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    assert len(lines) == 6 and lines[0].startswith("| switch (s) | resnet18/tiny@8 |")
+    assert [line.split(" | ")[0] for line in lines[2:]] == [
+        "| cold", "| pipelined", "| warm", "| resident"]
+
+
+def test_profile_table_bad_files_exit_2(tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "schedlab/throughputs@1", "cells": [{"kind": "switch"}]}')
+    assert _run_table(["profile-table", str(bad)]) == 2
+    assert "error" in capsys.readouterr().err.lower()
+    assert _run_table(["profile-table", str(tmp_path / "missing.json")]) == 2
+    assert "missing.json" in capsys.readouterr().err
+    empty = tmp_path / "empty.json"
+    ThroughputFile().save(empty)
+    assert _run_table(["profile-table", str(empty)]) == 2
+    assert "no switch measurements" in capsys.readouterr().err
+
+
+def test_titan_switch_model_reads_the_measured_seconds(tmp_path: Path) -> None:
+    path = tmp_path / "throughputs.json"
+    _hand_file().save(path)
+    model = titan_switch_from_profile(
+        path, {"vit-base": "resnet18/tiny@8", "vit-large": "gpt/small@8"},
+        checkpoint_s=10.0, gpu_counts=(1, 4))
+    assert model.models == ("vit-base", "vit-large")
+    assert model.cost("vit-base", 1) == TitanCost(2.5, 0.25)
+    assert model.cost("vit-large", 8) == TitanCost(3.0, 0.75)
+    assert model.overhead_s("vit-base", 4, pipelined=True) == pytest.approx(10.25, rel=1e-12)
+    assert model.overhead_s("vit-large", 2, pipelined=False) == pytest.approx(13.0, rel=1e-12)
+    warm = titan_switch_from_profile(_hand_file(), {"vit-base": "resnet18/tiny@8"},
+                                     non_pipelined_kind="warm")
+    assert warm.cost("vit-base", 1) == TitanCost(0.5, 0.25)
+    with pytest.raises(InputError, match="no warm switch measured for 'gpt/small@8'"):
+        titan_switch_from_profile(path, {"vit-large": "gpt/small@8"}, non_pipelined_kind="warm")
+
+
+def test_titan_defaults_unchanged_without_a_profile() -> None:
+    model = TitanSwitchModel.defaults()
+    # Titan's V100 ViT-B context switch, 12 layers, checkpoint 30 s (module docstring)
+    assert model.overhead_s("vit-base", 1, False) == pytest.approx(30 + 4.16124963760376,
+                                                                   rel=1e-12)
+    assert model.overhead_s("vit-base", 8, True) == pytest.approx(30 + 4.16124963760376 / 12,
+                                                                  rel=1e-12)
+
+
+def test_hare_switch_models_read_the_measured_seconds() -> None:
+    data = _hand_file()
+    data.upsert(_switch("gpt/small@8", "resident", 0.0625))
+    models = {"ResNet-50": "resnet18/tiny@8", "BERT-base": "gpt/small@8"}
+    devices = {"V100": "cpu"}
+
+    def ctx(model: str, resident: bool) -> SwitchContext:
+        return SwitchContext(model, "v100", 0.1, 16.0, resident=resident)
+
+    cold = hare_switch_from_profile(data, "default", models, devices)
+    assert [cold.seconds(ctx("ResNet-50", r)) for r in (False, True)] == [2.5, 2.5]
+    assert cold.seconds(ctx("BERT-base", True)) == 3.0
+    piped = hare_switch_from_profile(data, "pipelined", models, devices)
+    assert piped.seconds(ctx("ResNet-50", True)) == 0.25
+    hare = hare_switch_from_profile(data, "hare", models, devices)
+    assert hare.name == "hare"
+    assert hare.seconds(ctx("ResNet-50", False)) == 0.25
+    assert hare.seconds(ctx("ResNet-50", True)) == 0.125
+    assert hare.seconds(ctx("BERT-base", True)) == 0.0625
+    with pytest.raises(InputError, match="no measured switch for model 'VGG19'"):
+        hare.seconds(ctx("VGG19", False))
+    with pytest.raises(InputError, match="no resident switch measured for 'gpt/small@8'"):
+        hare_switch_from_profile(_hand_file(), "hare", models, devices)
+
+
+def test_hare_defaults_unchanged_without_a_profile() -> None:
+    # Table 1 row Default for ResNet-50 (5.96116 s) + 25.56 M x 4 B / (15.75 GB/s x 0.8)
+    ctx = SwitchContext("ResNet-50", "v100", 25.56e6 * 4 / 1e9, 16.0, resident=True)
+    assert hare_switch_model("default").seconds(ctx) == pytest.approx(
+        5.96116 + 0.10224 / 12.6, rel=1e-9)
+    assert hare_switch_model("hare").seconds(ctx) == pytest.approx(2.04e-3, rel=1e-9)

@@ -41,6 +41,13 @@ L_m / n_m: ViT-B 0.35 s, ViT-L 0.59 s, RoBERTa-base 2.53 s, RoBERTa-large 0.81 s
 :meth:`SwitchModel.from_table` takes measured pairs per (model, GPU count) instead (the
 profiler's, when it measures them).
 
+**Measured costs** (:func:`titan_switch_from_profile`).  A throughput file's switch cells
+(:mod:`schedlab.profiler.switching`, docs/switch-costs.md) give, per zoo job, the measured
+seconds of a ``cold`` switch (new process, build, load, first step) and of a ``pipelined``
+one (stage-by-stage load overlapped with the first step); mapping each base model to a zoo
+job makes those the table's (non-pipelined, pipelined) pair at every GPU count.  They include
+the first step, which the model above does not charge; c stays a parameter.
+
 Titan's public code at HEAD never uses a pipelined switch: ``FoundationModelJob.reallocate``
 sets ``pipeline = False`` before it looks the overhead up.  The pipelined numbers here are
 this model's, not measurements.
@@ -51,8 +58,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from schedlab.errors import InputError
+
+if TYPE_CHECKING:
+    from schedlab.profiler.matrix import ThroughputFile
 
 #: Checkpoint time charged at every reallocation, s (Titan's simulator: ``--add_ckpt=30``).
 DEFAULT_CHECKPOINT_S = 30.0
@@ -177,3 +189,46 @@ class SwitchModel:
         """o(m, g, pipelined) = checkpoint + exposed load, s."""
         pair = self.cost(model, gpus)
         return self.checkpoint_s + (pair.pipelined_s if pipelined else pair.non_pipelined_s)
+
+
+def titan_switch_from_profile(
+    profile: str | Path | ThroughputFile,
+    models: Mapping[str, str],
+    *,
+    device: str = "cpu",
+    non_pipelined_kind: str = "cold",
+    checkpoint_s: float = DEFAULT_CHECKPOINT_S,
+    gpu_counts: Iterable[int] = DEFAULT_GPU_COUNTS,
+) -> SwitchModel:
+    """A :class:`SwitchModel` whose loads are measured switch times (module docstring).
+
+    ``models`` maps each base model name to the zoo job measured for it (``model/size@batch``);
+    ``device`` is the profile's device label.  The non-pipelined load of model m is the
+    ``non_pipelined_kind`` switch (``cold``, or ``warm``: a live worker's load) of its job and
+    the pipelined load its ``pipelined`` switch, both in seconds, repeated at every GPU count
+    of ``gpu_counts``.  A missing cell, or a pipelined time above the non-pipelined one, is an
+    :class:`~schedlab.errors.InputError` naming the job."""
+    from schedlab.profiler.matrix import ThroughputFile, load_throughputs
+
+    data = profile if isinstance(profile, ThroughputFile) else load_throughputs(profile)
+    source = None if isinstance(profile, ThroughputFile) else str(profile)
+    if non_pipelined_kind not in ("cold", "warm"):
+        raise InputError(f"non_pipelined_kind must be 'cold' or 'warm', got "
+                         f"{non_pipelined_kind!r}")
+    counts = tuple(gpu_counts)
+    rows: list[tuple[str, int, float, float]] = []
+    for model, job in models.items():
+        measured = {}
+        for kind in (non_pipelined_kind, "pipelined"):
+            seconds = data.switch_seconds(job, device, kind)
+            if seconds is None:
+                raise InputError(f"no {kind} switch measured for {job!r} on {device!r} "
+                                 f"(base model {model!r})", file=source, field="cells")
+            measured[kind] = seconds
+        plain, piped = measured[non_pipelined_kind], measured["pipelined"]
+        if piped > plain:
+            raise InputError(f"{job!r} on {device!r}: the measured pipelined switch "
+                             f"({piped:.4g} s) is longer than the {non_pipelined_kind} one "
+                             f"({plain:.4g} s)", file=source, field="cells")
+        rows.extend((model, gpus, plain, piped) for gpus in counts)
+    return SwitchModel.from_table(rows, checkpoint_s)
