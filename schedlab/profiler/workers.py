@@ -1,0 +1,155 @@
+"""Worker processes for measurements: a crash, an OOM kill or a hang becomes a reason string.
+
+Every measurement runs in fresh child processes (:func:`run_workers`), so a worker that
+raises, is killed (e.g. by the kernel's OOM killer) or runs past its time limit turns into
+a :class:`WorkerError` with the reason, and the profiler goes on with the next cell.
+
+Processes come from the ``forkserver`` start method where the platform has it (Linux), with
+``torch`` and the zoo preloaded in the server: the server is a fresh interpreter that imported
+torch but never ran a torch operation or touched CUDA, so forking from it is as safe as
+``spawn`` and saves the 1-2 s of importing torch in every worker.  Elsewhere ``spawn``.
+
+Devices.  A CPU "device" is one worker with ``threads`` torch threads; where
+``os.sched_setaffinity`` exists, device ``i`` is pinned to cores ``i*threads ..
+(i+1)*threads - 1`` of the cores this process may use (:func:`cpu_core_sets`), so two workers
+on "the same CPU device" share the same cores.  A CUDA device ``i`` is ``cuda:i``.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import queue
+import socket
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from schedlab.errors import SchedlabError
+
+log = logging.getLogger(__name__)
+
+#: seconds a cell's workers may run before they are stopped (``--cell-timeout``)
+DEFAULT_TIMEOUT_S = 600.0
+
+_PRELOAD = ["torch", "schedlab.profiler.zoo", "schedlab.profiler.timing"]
+
+
+class WorkerError(SchedlabError):
+    """A measurement's worker failed; ``str()`` is the reason recorded in the cell."""
+
+
+def context() -> Any:
+    """The multiprocessing context of the workers (module docstring)."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(_PRELOAD)
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (for a process group's rendezvous)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def cpu_core_sets(devices: int, threads: int) -> list[list[int]] | None:
+    """Cores of CPU devices ``0..devices-1`` (``threads`` each), or None when this process
+    may not use that many cores or the platform cannot pin (then nothing is pinned)."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < devices * threads:
+        log.warning("%d CPU device(s) x %d thread(s) need %d cores, %d available: not pinning",
+                    devices, threads, devices * threads, len(allowed))
+        return None
+    return [allowed[i * threads:(i + 1) * threads] for i in range(devices)]
+
+
+def setup_worker(threads: int, cores: Sequence[int] | None) -> None:
+    """In a worker: torch threads and (when given) the cores it may run on."""
+    import torch
+
+    if cores and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, set(cores))
+    torch.set_num_threads(threads)
+
+
+def _entry(target: Callable[..., Any], index: int, payload: dict[str, Any],
+           results: Any) -> None:
+    """Worker main: run ``target(payload)`` and report ``(index, ok, value-or-reason)``."""
+    try:
+        value = target(payload)
+    except Exception as exc:  # the reason goes into the cell; the worker ends
+        last = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+        where = f" at {last[0].filename}:{last[0].lineno}" if last else ""
+        results.put((index, False, f"{type(exc).__name__}: {exc}{where}"))
+        return
+    results.put((index, True, value))
+
+
+def run_workers(target: Callable[[dict[str, Any]], Any], payloads: Sequence[dict[str, Any]],
+                *, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[Any]:
+    """Run ``target(payload)`` in one new process per payload, all at once; their return
+    values in payload order.  Raises :class:`WorkerError` when a worker raises, dies without
+    an answer, or the group runs past ``timeout_s``; the other workers are then stopped."""
+    ctx = context()
+    results = ctx.Queue()
+    processes = [ctx.Process(target=_entry, args=(target, i, payload, results), daemon=True)
+                 for i, payload in enumerate(payloads)]
+    answers: dict[int, Any] = {}
+    deadline = time.monotonic() + timeout_s
+    try:
+        for process in processes:
+            process.start()
+        dead_since: float | None = None
+        while len(answers) < len(processes):
+            try:
+                index, ok, value = results.get(timeout=0.2)
+            except queue.Empty:
+                if time.monotonic() > deadline:
+                    raise WorkerError(f"timed out after {timeout_s:g} s") from None
+                dead = _dead_without_answer(processes, answers)
+                if dead is None:
+                    continue
+                # an answer sent just before the exit may still be in the pipe: wait 1 s
+                dead_since = dead_since or time.monotonic()
+                if time.monotonic() - dead_since > 1.0:
+                    raise WorkerError(dead) from None
+                continue
+            if not ok:
+                raise WorkerError(f"worker {index}: {value}")
+            answers[index] = value
+        for process in processes:
+            process.join(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        _stop(processes)
+        results.close()
+    return [answers[i] for i in range(len(processes))]
+
+
+def _dead_without_answer(processes: Sequence[Any], answers: dict[int, Any]) -> str | None:
+    """The reason of the first worker that ended without answering, or None."""
+    for index, process in enumerate(processes):
+        if index not in answers and process.exitcode is not None:
+            code = process.exitcode
+            hint = " (killed by SIGKILL: out of memory?)" if code == -9 else ""
+            return f"worker {index} exited with code {code}{hint} before answering"
+    return None
+
+
+def _stop(processes: Sequence[Any]) -> None:
+    """Terminate, then kill, the workers still running (a failed or interrupted group)."""
+    started = [process for process in processes if process.pid is not None]
+    for process in started:
+        if process.is_alive():
+            process.terminate()
+    for process in started:
+        process.join(timeout=5.0)
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=5.0)
