@@ -104,6 +104,8 @@ class SaturnConfig(_Strict):
     runtime_s: NonNegFloat
     feasible: bool = True
     memory_gb: NonNegFloat | None = None
+    reason: str | None = Field(default=None, description="why the configuration is "
+                               "infeasible (e.g. the profiler's out-of-memory message)")
 
 
 class Job(_Strict):
