@@ -3,16 +3,140 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import sys
+from pathlib import Path
 from typing import Any
 
-from schedlab.errors import SchedlabError
+from rich.console import Console
+from rich.table import Table
+
+from schedlab.errors import InputError
+
+log = logging.getLogger(__name__)
+
+#: Console width when stdout is not a terminal (tables stay unwrapped in files and pipes).
+PIPE_WIDTH = 160
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number > 0")
+    return value
+
+
+def _nonnegative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number >= 0")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be an integer >= 1")
+    return value
 
 
 def add_replay_command(sub: Any, common: argparse.ArgumentParser, parser_class: type) -> None:
     """Register ``replay`` on the top-level subparsers ``sub``."""
-    replay = sub.add_parser("replay", parents=[common], help="replay a solution (in progress)")
+    from schedlab.executor.replay import DEFAULT_CHECKPOINT_EVERY_S
+
+    replay = sub.add_parser(
+        "replay", parents=[common],
+        help="run a solution's rounds or schedule with real PyTorch jobs; predicted vs "
+        "realized JCT",
+        description="Replay SOLUTION's rounds (or timed schedule) with real zoo training jobs "
+        "(each job's job_type is MODEL[/SIZE]@BATCH), one worker per device slot, and report "
+        "per job the simulator's predicted JCT for the same plan against the realized one. "
+        "See docs/executor.md.")
+    replay.add_argument("solution", metavar="SOLUTION", help="solution file (rounds or schedule)")
+    replay.add_argument("--instance", required=True, metavar="FILE",
+                        help="the instance the solution was solved for")
+    replay.add_argument("--backend", choices=("local", "ray"), default="local",
+                        help="local processes (default) or Ray actors (pip install "
+                        "'schedlab[ray]')")
+    replay.add_argument("--ray-address", metavar="ADDR",
+                        help="Ray cluster to join (default: start a local Ray)")
+    replay.add_argument("--time-scale", type=_positive_float, default=1.0, metavar="X",
+                        help="an instance second lasts 1/X wall seconds (default 1)")
+    replay.add_argument("--threads", type=_positive_int, default=1, metavar="N",
+                        help="torch threads per worker (one CPU device = one worker; "
+                        "default 1)")
+    replay.add_argument("--workdir", default="replay", metavar="DIR",
+                        help="journal and checkpoints (default ./replay)")
+    replay.add_argument("--resume", action="store_true",
+                        help="continue the replay journaled in --workdir")
+    replay.add_argument("--segment-steps", action="store_true",
+                        help="each segment runs its predicted whole steps instead of its wall "
+                        "time (deterministic progress, for comparing backends)")
+    replay.add_argument("--checkpoint-every", type=_nonnegative_float,
+                        default=DEFAULT_CHECKPOINT_EVERY_S, metavar="S",
+                        help="wall seconds between checkpoints inside a segment (0: only at "
+                        f"preemption and finish; default {DEFAULT_CHECKPOINT_EVERY_S:g})")
+    replay.add_argument("--device-map", metavar="MAP",
+                        help="accelerator slots on CUDA devices, e.g. h100=cuda:0,h100:1=cuda:1 "
+                        "(default: every slot is a CPU worker)")
+    replay.add_argument("--out", metavar="FILE", help="write the report as JSON (atomically)")
     replay.set_defaults(handler=_cmd_replay)
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    raise SchedlabError("schedlab replay: being built in this session")
+    from schedlab.executor.plan import parse_device_map
+    from schedlab.executor.run import run_replay
+
+    out = Path(args.out) if args.out else None
+    if out is not None and out.is_dir():
+        raise InputError("is a directory; --out needs a file name", file=str(out),
+                         field="--out")
+    for name in (args.solution, args.instance):
+        if not Path(name).is_file():
+            raise InputError("no such file", file=name)
+    report = run_replay(args.solution, args.instance, backend=args.backend,
+                        time_scale=args.time_scale, threads=args.threads,
+                        workdir=args.workdir, resume=args.resume,
+                        segment_steps=args.segment_steps,
+                        checkpoint_every_s=args.checkpoint_every,
+                        devices=parse_device_map(args.device_map),
+                        ray_address=args.ray_address, out=out)
+    console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    if not console.is_terminal:
+        console.width = max(console.width, PIPE_WIDTH)
+    summary = report.summary
+    median = "-" if summary.median_abs_error is None else f"{summary.median_abs_error:.1%}"
+    line = (f"replay: {summary.finished}/{summary.jobs} jobs finished, median |JCT error| "
+            f"{median} over {summary.compared} job(s), {summary.faults} fault(s), "
+            f"{summary.wall_s:.1f} s wall")
+    if not args.quiet:
+        console.print(_job_table(report))
+    console.print(line + (f", written {out}" if out is not None else ""))
+    return 0
+
+
+def _fmt(value: float | None, spec: str = ".1f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _job_table(report: Any) -> Table:
+    table = Table(title=f"replay on {report.backend} ({report.mode} mode, time scale "
+                  f"{report.time_scale:g}): predicted vs realized JCT (instance s)")
+    for name in ("job", "type", "steps", "predicted JCT", "realized JCT", "error",
+                 "switch s", "faults"):
+        table.add_column(name, justify="left" if name in ("job", "type") else "right")
+    for job in report.jobs:
+        steps = f"{job.realized_steps}/{job.work_steps}"
+        table.add_row(job.job, job.job_type, steps, _fmt(job.predicted_jct_s),
+                      _fmt(job.realized_jct_s), _fmt(job.relative_error, "+.1%"),
+                      f"{job.switch_s:.2f}", str(len(job.faults)) if job.faults else "")
+    return table

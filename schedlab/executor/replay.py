@@ -1,0 +1,400 @@
+"""The replay loop: run a plan's segments on a backend, handle faults, journal progress.
+
+Timing.  With time scale X an instance second lasts 1/X wall seconds.  The replay starts at
+wall time ``t0``; segment ``[a, b)`` starts at ``t0 + a / X`` and must stop at ``t0 + b / X``
+(so a round's segments start together: rounds are barriers).  A segment starts only when its
+slots are free and the job's previous segment has ended; a late start shows as switch time.
+In the *steps-budget* mode (``segment_steps=True``) no clock is used: each segment runs
+until the job has done its cumulative predicted whole steps
+(:meth:`~schedlab.executor.predict.Prediction.whole_steps`), so progress is deterministic.
+
+Checkpoints.  A job checkpoints at the end of a segment unless its next segment follows at
+once on the same slots (then it stays resident), when it finishes, and every
+``checkpoint_every_s`` wall seconds inside a segment.
+
+Faults.  A worker that dies mid-segment (``died`` event) is replaced by a fresh one; a gang's
+other members are replaced too (they would wait for it in a collective).  The job's progress
+falls back to its newest checkpoint; the lost work is what the worker had reported beyond
+it.  The job then runs the rest of the same segment on the fresh worker(s) (until the
+segment's end in wall-time mode, up to the same step target in the steps-budget mode).  A
+checkpoint found corrupt on restore is skipped by its checksum and the job restarts from the
+previous good one; both are recorded as faults of the segment.
+
+Journal.  Every finished segment appends one JSON line (written, flushed and fsync'd) to
+``<workdir>/journal.jsonl``; the first line holds the run's settings.  An interrupted replay
+(Ctrl-C) leaves the journal's whole lines and whole checkpoints; with ``resume=True`` the
+replay skips the journaled segments, each job restarts from its newest checkpoint (work
+after it is counted as lost on resume), and the clock restarts so that the first unfinished
+segment starts now.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from schedlab.errors import InputError
+from schedlab.executor.backends import Backend
+from schedlab.executor.plan import Plan, Segment, Slot, slot_name
+from schedlab.executor.predict import Prediction
+from schedlab.executor.worker import make_order
+from schedlab.profiler.checkpoint import list_checkpoints
+
+log = logging.getLogger(__name__)
+
+JOURNAL = "journal.jsonl"
+JOURNAL_SCHEMA = "schedlab/replay-journal@1"
+#: Default seconds between periodic checkpoints inside a segment (wall clock).
+DEFAULT_CHECKPOINT_EVERY_S = 10.0
+
+
+@dataclass
+class ReplaySettings:
+    """How to run: time scale, steps-budget mode, checkpoint interval, where to write."""
+
+    time_scale: float = 1.0
+    segment_steps: bool = False
+    checkpoint_every_s: float = DEFAULT_CHECKPOINT_EVERY_S
+    workdir: Path = Path("replay")
+    devices: dict[Slot, str] = field(default_factory=dict)
+    resume: bool = False
+
+    def journal_header(self, plan: Plan, backend: str) -> dict[str, Any]:
+        """What must match for ``resume`` to continue a journal."""
+        return {"schema": JOURNAL_SCHEMA, "kind": plan.kind, "segments": len(plan.segments),
+                "jobs": sorted(plan.jobs), "time_scale": self.time_scale,
+                "segment_steps": self.segment_steps, "backend": backend}
+
+
+@dataclass
+class Hooks:
+    """Callbacks for tests and progress bars: a segment started on its workers (with their
+    pids), a segment finished (with its record)."""
+
+    segment_started: Callable[[Segment, list[int]], None] | None = None
+    segment_finished: Callable[[dict[str, Any]], None] | None = None
+
+
+@dataclass
+class _Running:
+    segment: Segment
+    orders: dict[Slot, dict[str, Any]]
+    results: dict[Slot, dict[str, Any]] = field(default_factory=dict)
+    progress: tuple[int, float, int | None, float | None] | None = None
+    faults: list[dict[str, Any]] = field(default_factory=list)
+    switch_s: float = 0.0
+    first_step_wall: float | None = None
+    steps_before: int | None = None
+
+
+def _append_line(path: Path, record: dict[str, Any]) -> None:
+    """Append one JSON line and make it durable (flush + fsync)."""
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record, sort_keys=True) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def read_journal(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """Header and segment records of a journal; a torn last line (a crash while appending)
+    is dropped."""
+    if not path.exists():
+        return None, []
+    header: dict[str, Any] | None = None
+    records: list[dict[str, Any]] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            log.warning("%s line %d is torn; ignored", path, number + 1)
+            continue
+        if number == 0:
+            header = record
+        else:
+            records.append(record)
+    return header, records
+
+
+class Replay:
+    """One replay of ``plan`` on ``backend`` (see the module docstring)."""
+
+    def __init__(self, plan: Plan, prediction: Prediction, backend: Backend,
+                 settings: ReplaySettings, hooks: Hooks | None = None) -> None:
+        self.plan = plan
+        self.prediction = prediction
+        self.backend = backend
+        self.settings = settings
+        self.hooks = hooks or Hooks()
+        self.whole = prediction.whole_steps(plan)
+        self.targets = self._targets()
+        self.next_of = self._next_segments()
+        self.steps = {job_id: 0 for job_id in plan.jobs}
+        self.finish_wall: dict[str, float] = {}
+        self.records: list[dict[str, Any]] = []
+        self.journal = settings.workdir / JOURNAL
+        self.t0 = 0.0
+
+    # -------------------------------------------------------------- plan helpers
+
+    def _targets(self) -> dict[int, int]:
+        """Steps-budget mode: the job's step count after each segment."""
+        done: dict[str, int] = {}
+        out: dict[int, int] = {}
+        for segment in self.plan.segments:
+            done[segment.job] = min(done.get(segment.job, 0) + self.whole[segment.index],
+                                    self.plan.jobs[segment.job].work_steps)
+            out[segment.index] = done[segment.job]
+        return out
+
+    def _next_segments(self) -> dict[int, Segment | None]:
+        last: dict[str, Segment] = {}
+        out: dict[int, Segment | None] = {}
+        for segment in sorted(self.plan.segments, key=lambda s: (s.start_s, s.index)):
+            before = last.get(segment.job)
+            if before is not None:
+                out[before.index] = segment
+            out[segment.index] = None
+            last[segment.job] = segment
+        return out
+
+    def checkpoint_dir(self, job_id: str) -> Path:
+        """Folder of the job's checkpoints."""
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in job_id)
+        return self.settings.workdir / "checkpoints" / safe
+
+    def _stays(self, segment: Segment) -> bool:
+        """The job's next segment follows at once on the same slots (it stays resident)."""
+        following = self.next_of.get(segment.index)
+        return (following is not None and following.slots == segment.slots
+                and math.isclose(following.start_s, segment.end_s, abs_tol=1e-9))
+
+    # -------------------------------------------------------------- journal
+
+    def _open_journal(self) -> set[int]:
+        """Start or continue the journal; the segments already done."""
+        self.settings.workdir.mkdir(parents=True, exist_ok=True)
+        header = self.settings.journal_header(self.plan, self.backend.name)
+        old_header, records = read_journal(self.journal)
+        if not self.settings.resume:
+            if old_header is not None:
+                raise InputError("holds a replay journal; pass --resume to continue it or "
+                                 "choose another --workdir", file=str(self.journal))
+            _append_line(self.journal, header)
+            return set()
+        if old_header is None:
+            raise InputError("no journal to resume", file=str(self.journal))
+        for key in ("kind", "segments", "jobs", "time_scale", "segment_steps"):
+            if old_header.get(key) != header[key]:
+                raise InputError(f"the journal was written for another run ({key} = "
+                                 f"{old_header.get(key)!r}, now {header[key]!r})",
+                                 file=str(self.journal), field=key)
+        self._clean_partial_files()
+        self.records = records
+        for record in records:
+            if record.get("finish_s") is not None:
+                self.finish_wall[record["job"]] = record["finish_s"]
+        for job_id in self.plan.jobs:
+            saved = list_checkpoints(self.checkpoint_dir(job_id))
+            self.steps[job_id] = saved[-1][0] if saved else 0
+        return {int(r["segment"]) for r in records}
+
+    def _clean_partial_files(self) -> None:
+        """Remove temporary checkpoint files a killed write left (never whole files)."""
+        root = self.settings.workdir / "checkpoints"
+        if root.is_dir():
+            for partial in root.glob("*/.step-*"):
+                partial.unlink(missing_ok=True)
+
+    # -------------------------------------------------------------- the loop
+
+    def run(self) -> list[dict[str, Any]]:
+        """Replay every segment not yet journaled; returns all segment records."""
+        done = self._open_journal()
+        pending = [s for s in sorted(self.plan.segments, key=lambda s: (s.start_s, s.index))
+                   if s.index not in done]
+        scale = self.settings.time_scale
+        self.backend.start(self.plan.slots,
+                           sorted({job.spec.name for job in self.plan.jobs.values()}))
+        try:
+            first = pending[0].start_s if pending else 0.0
+            self.t0 = time.time() - first / scale
+            for record in self.records:  # finish times journaled before a resume
+                if record.get("finish_s") is not None:
+                    self.finish_wall[record["job"]] = self.t0 + record["finish_s"] / scale
+            self._loop(pending)
+        finally:
+            self.backend.close()
+        return self.records
+
+    def _loop(self, pending: list[Segment]) -> None:
+        running: dict[int, _Running] = {}
+        busy: dict[Slot, int] = {}
+        scale = self.settings.time_scale
+        while pending or running:
+            pending = [s for s in pending if s.job not in self.finish_wall]
+            if not (pending or running):
+                break
+            now = time.time()
+            blocked_slots: set[Slot] = set(busy)
+            blocked_jobs: set[str] = {r.segment.job for r in running.values()}
+            next_start = math.inf
+            for segment in list(pending):
+                start_wall = self.t0 + segment.start_s / scale
+                free = not (set(segment.slots) & blocked_slots) \
+                    and segment.job not in blocked_jobs
+                timely = self.settings.segment_steps or start_wall <= now
+                if free and timely:
+                    pending.remove(segment)
+                    launched = self._launch(segment, start_wall)
+                    if launched is not None:
+                        running[segment.index] = launched
+                        for slot in segment.slots:
+                            busy[slot] = segment.index
+                elif free:
+                    next_start = min(next_start, start_wall)
+                blocked_slots |= set(segment.slots)
+                blocked_jobs.add(segment.job)
+            if not running:
+                if pending and next_start < math.inf:
+                    time.sleep(max(0.0, min(next_start - time.time(), 0.5)))
+                continue
+            timeout = min(max(next_start - time.time(), 0.0), 0.5)
+            for kind, slot, payload in self.backend.poll(timeout):
+                index = busy.get(slot)
+                if index is None:
+                    if kind == "died":  # an idle worker died: replace it
+                        self.backend.restart(slot)
+                    continue
+                state = running[index]
+                if kind == "progress":
+                    state.progress = payload
+                elif kind == "result":
+                    state.results[slot] = payload
+                elif kind == "died":
+                    self._fault(state, slot, str(payload))
+                if len(state.results) == len(state.segment.slots):
+                    del running[index]
+                    for s in state.segment.slots:
+                        busy.pop(s, None)
+                    self._finish(state)
+
+    def _launch(self, segment: Segment, start_wall: float) -> _Running | None:
+        job = self.plan.jobs[segment.job]
+        target = self.targets[segment.index] if self.settings.segment_steps else job.work_steps
+        if self.steps[segment.job] >= job.work_steps or \
+                (self.settings.segment_steps and self.steps[segment.job] >= target):
+            return None  # nothing left for this segment: the slots stay idle
+        end_wall = None if self.settings.segment_steps else \
+            self.t0 + segment.end_s / self.settings.time_scale
+        state = _Running(segment, {})
+        self._submit(state, start_wall, end_wall, target)
+        if self.hooks.segment_started is not None:
+            self.hooks.segment_started(segment, [self.backend.pid(s) for s in segment.slots])
+        return state
+
+    def _submit(self, state: _Running, start_wall: float, end_wall: float | None,
+                target: int) -> None:
+        segment = state.segment
+        job = self.plan.jobs[segment.job]
+        world = len(segment.slots)
+        master = self.backend.master(segment.slots[0])
+        port = self.backend.port(segment.slots[0]) if world > 1 else 0
+        state.results.clear()
+        for rank, slot in enumerate(segment.slots):
+            order = make_order(
+                segment=segment.index, job=job.id, spec=job.spec.name, seed=job.seed * 1000,
+                expected_steps=self.steps[job.id], until_steps=target,
+                work_steps=job.work_steps, checkpoint_dir=str(self.checkpoint_dir(job.id)),
+                start_wall=start_wall, end_wall=end_wall,
+                checkpoint_every_s=self.settings.checkpoint_every_s,
+                checkpoint_at_end=not self._stays(segment),
+                device=self.settings.devices.get(slot, "cpu"), rank=rank, world=world,
+                master=master, port=port)
+            state.orders[slot] = order
+            self.backend.submit(slot, order)
+
+    def _fault(self, state: _Running, slot: Slot, reason: str) -> None:
+        """A worker of ``state`` died: replace the gang's workers, fall back to the newest
+        checkpoint, run the rest of the segment."""
+        segment = state.segment
+        job_id = segment.job
+        saved = list_checkpoints(self.checkpoint_dir(job_id))
+        durable = saved[-1][0] if saved else 0
+        reached = state.progress[0] if state.progress is not None else None
+        lost_s = None
+        if state.progress is not None:
+            _, wall, _, ckpt_wall = state.progress
+            base_wall = ckpt_wall if ckpt_wall is not None else state.orders[slot]["start_wall"]
+            lost_s = max(wall - base_wall, 0.0) * self.settings.time_scale
+        fault = {"kind": "worker_died", "slot": slot_name(slot), "reason": reason,
+                 "at_s": (time.time() - self.t0) * self.settings.time_scale,
+                 "steps_reached": reached, "resumed_from_steps": durable,
+                 "lost_steps": (reached - durable) if reached is not None else None,
+                 "lost_s": lost_s}
+        log.warning("segment %d (%s): worker %s died (%s); resuming from step %d",
+                    segment.index, job_id, slot_name(slot), reason, durable)
+        state.faults.append(fault)
+        for member in segment.slots:
+            self.backend.restart(member)
+        if state.steps_before is None:
+            state.steps_before = self.steps[job_id]
+        self.steps[job_id] = durable
+        state.progress = None
+        order = state.orders[slot]
+        end_wall = order["end_wall"]
+        target = order["until_steps"]
+        now = time.time()
+        if end_wall is not None and end_wall <= now:
+            state.results = {s: self._empty_result(state, s, durable) for s in segment.slots}
+            return
+        self._submit(state, now, end_wall, target)
+
+    def _empty_result(self, state: _Running, slot: Slot, steps: int) -> dict[str, Any]:
+        return {"segment": state.segment.index, "job": state.segment.job, "rank": 0,
+                "steps_before": steps, "steps_after": steps, "resident": False,
+                "restored_steps": None, "corrupt": [], "first_step_wall": None,
+                "last_step_wall": None, "end_wall": time.time(), "switch_s": None,
+                "checkpoints": []}
+
+    def _finish(self, state: _Running) -> None:
+        segment = state.segment
+        job = self.plan.jobs[segment.job]
+        lead = state.results[segment.slots[0]]
+        steps_before = state.steps_before if state.steps_before is not None \
+            else lead["steps_before"]
+        faults = list(state.faults)
+        if lead["corrupt"]:
+            faults.append({"kind": "corrupt_checkpoint", "files": lead["corrupt"],
+                           "resumed_from_steps": lead["steps_before"]})
+        expected = self.steps[segment.job]
+        if lead["steps_before"] != expected and not state.faults:
+            faults.append({"kind": "restored_older_state", "expected_steps": expected,
+                           "resumed_from_steps": lead["steps_before"]})
+        self.steps[segment.job] = lead["steps_after"]
+        scale = self.settings.time_scale
+        finish_s = None
+        if lead["steps_after"] >= job.work_steps and lead["last_step_wall"] is not None:
+            self.finish_wall[segment.job] = lead["last_step_wall"]
+            finish_s = (lead["last_step_wall"] - self.t0) * scale
+        switch = lead["switch_s"]
+        restored = not lead["resident"] or bool(state.faults)
+        record = {"segment": segment.index, "round": segment.round, "job": segment.job,
+                  "slots": [slot_name(s) for s in segment.slots],
+                  "start_s": segment.start_s, "end_s": segment.end_s,
+                  "steps_before": steps_before, "steps_after": lead["steps_after"],
+                  "predicted_steps": self.prediction.segment_steps.get(segment.index, 0.0),
+                  "restored": restored, "restored_steps": lead["restored_steps"],
+                  "switch_s": switch * scale if switch is not None else None,
+                  "checkpoints": [c[0] for c in lead["checkpoints"]],
+                  "finish_s": finish_s, "faults": faults}
+        _append_line(self.journal, record)
+        self.records.append(record)
+        if self.hooks.segment_finished is not None:
+            self.hooks.segment_finished(record)
