@@ -1,8 +1,8 @@
 """``schedlab profile-instance``: a hand-written throughput file -> each paper's instance.
 
 Every expected number is derived here from the file's numbers by the mapping of
-docs/profiler.md ("From a profile to an instance"); ``--duration-s D,D`` pins the drawn
-durations to D so the arithmetic is exact.
+docs/profile-to-instance.md; ``--duration-s D,D`` pins the drawn durations to D so the
+arithmetic is exact.
 """
 
 from __future__ import annotations

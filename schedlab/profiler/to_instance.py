@@ -4,9 +4,8 @@ The profiler's measurements (:mod:`schedlab.profiler.matrix`) are turned into th
 paper's formulations read, with jobs drawn the way that paper's workload generator draws them
 (:mod:`schedlab.workloads`), but over the *measured* zoo jobs and with the *measured* numbers.
 Every job's ``job_type`` is its zoo job name (``model/size@batch``): the executor reads it to
-know what to run.  The mapping, field by field, is in docs/profiler.md ("From a profile to an
-instance"); in short, with T[j, s, k] the measured steps/s of zoo job j on s devices labelled
-k (global steps):
+know what to run.  The mapping, field by field, is in docs/profile-to-instance.md; in short,
+with T[j, s, k] the measured steps/s of zoo job j on s devices labelled k (global steps):
 
 * **gavel**: scale factor s from Gavel's mix (1/2/4/8 w.p. 0.70/0.10/0.15/0.05, renormalized
   over the measured scale factors that fit the cluster), job uniform over the jobs measured
@@ -700,8 +699,8 @@ def instance_from_throughputs(measured: ThroughputFile, options: InstanceOptions
         "description": (
             f"{options.jobs} {options.paper} jobs drawn from the measurements in {source} "
             f"(sha256:{digest}) by schedlab profile-instance --paper {options.paper} "
-            f"({', '.join(describe)}); job_type is the zoo job to run (docs/profiler.md, "
-            "'From a profile to an instance')."),
+            f"({', '.join(describe)}); job_type is the zoo job to run "
+            "(docs/profile-to-instance.md)."),
         **body,
     }
     return instance_from_dict(document, source=label)
@@ -761,8 +760,8 @@ def add_profile_instance_command(sub: Any, common: argparse.ArgumentParser,
     cmd = sub.add_parser(
         "profile-instance", parents=[common],
         help="build a paper's instance from a throughput file",
-        description="Draw a paper's instance from measured throughputs (docs/profiler.md, "
-        "'From a profile to an instance').")
+        description="Draw a paper's instance from measured throughputs "
+        "(docs/profile-to-instance.md).")
     cmd.add_argument("file", metavar="FILE", help="throughput file (schedlab profile --out)")
     cmd.add_argument("--paper", required=True, choices=PAPERS)
     cmd.add_argument("--jobs", required=True, type=_count, metavar="N")
@@ -788,7 +787,7 @@ def add_profile_instance_command(sub: Any, common: argparse.ArgumentParser,
 def _cmd_profile_instance(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from schedlab.instance import save_instance
+    from schedlab.workloads.gavel import save_instance_compact
 
     options = InstanceOptions(
         paper=args.paper, jobs=args.jobs, seed=args.seed, devices=args.devices,
@@ -797,7 +796,7 @@ def _cmd_profile_instance(args: argparse.Namespace) -> int:
     instance = instance_from_file(args.file, options)
     out = Path(args.out)
     try:
-        save_instance(instance, out)
+        save_instance_compact(instance, out)
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror or exc}", file=str(out)) from None
     types = ", ".join(f"{k}={p.count}" for k, p in instance.cluster.accelerators.items())
