@@ -424,11 +424,12 @@ def _shockwave(ctx: _Context) -> dict[str, Any]:
         by_size = groups[(model, samples)]
         family = model_family(model)
         epochs = max(1, math.ceil(duration / by_size[b0]))
+        steps_per_epoch = math.ceil(samples / b0)  # the profiler's epoch: ceil(N / b) steps
         jobs.append({
             "id": str(i), "job_type": f"{model}@{b0}", "arrival": float(math.floor(clock)),
             "scale_factor": 1,
-            "total_steps": whole_steps(epochs * samples / b0),
-            "throughput": {device: stated(samples / b0 / by_size[b0])},
+            "total_steps": float(epochs * steps_per_epoch),
+            "throughput": {device: stated(steps_per_epoch / by_size[b0])},
             "epochs": epochs,
             "batch_schedule": adapted_schedule(b0, list(by_size), epochs, mode, family),
             "regimes": {str(b): by_size[b]
