@@ -27,16 +27,17 @@ state -- SGD momentum or Adam moments -- exists and is loaded too).  Four kinds:
     (:func:`load_units`: the model's top-level children from :func:`~schedlab.profiler.zoo.
     stages`, a ``ModuleList`` expanded into its members, and a first unit with the
     parameters held by the model itself plus the step counter and RNG state) and a last
-    file with the optimizer state.  After building the model, a loader thread reads,
-    verifies and loads the units in forward order while the main thread starts the first
-    step: a forward pre-hook on each unit waits until that unit's weights are in place, and
-    an optimizer step pre-hook waits for the optimizer state, so the computation chases the
-    loading (Titan's pipelined switch, PipeSwitch's layer-group pipeline).  On CUDA the
-    loader copies each unit on a separate copy stream and the compute stream waits on an
-    event per unit.  On CPU the overlap only helps as far as the loader and the compute can
-    run at the same time (the loader's decoding holds the GIL; torch's kernels release it),
-    and for models whose step is short next to their load it gives little: the
-    measurements say how much, and docs/switch-costs.md reports them as measured.
+    file with the optimizer state.  A loader thread starts reading and verifying the files
+    while the main thread builds the model (the two overlap), then loads the units in
+    forward order into the model while the main thread runs the first step: a forward
+    pre-hook on each unit waits until that unit's weights are in place, and an optimizer step
+    pre-hook waits for the optimizer state, so the computation chases the loading (Titan's
+    pipelined switch, PipeSwitch's layer-group pipeline).  On CUDA the loader copies each
+    unit on a separate copy stream and the compute stream waits on an event per unit.  On
+    CPU the overlap only helps as far as the loader and the compute can run at the same
+    time (the loader's decoding holds the GIL; torch's kernels release it), and for models
+    whose step is short next to their load it gives little: the measurements say how much,
+    and docs/switch-costs.md reports them as measured.
 ``resident``
     Hare's switch: J's model is already resident in the live worker (speculative retention
     of a recently used model, its parameters current) and the previous task's activations
@@ -249,21 +250,21 @@ def switch_resident(job: TrainingJob, files: SwitchFiles, backend: str) -> Train
 class _PipelinedLoader:
     """The loader thread of a pipelined switch and the hooks that make the step wait for it.
 
-    Unit i's file is read, verified and decoded, and its tensors copied into the model's
-    parameters and buffers (on CUDA on ``copy_stream``, recording ``cuda_events[i]``); then
-    ``ready[i]`` is set.  The forward pre-hook of unit i waits for ``ready[i]`` (and makes the
-    compute stream wait for the copy).  The optimizer state is decoded last and loaded by the
-    optimizer's step pre-hook, in the main thread."""
+    The thread starts before the model is built: it reads, verifies and decodes unit i's
+    file, waits until the model exists (:meth:`attach`), copies the tensors into the unit's
+    parameters and buffers (on CUDA on ``copy_stream``, recording ``cuda_events[i]``) and sets
+    ``ready[i]``; the optimizer file is decoded last.  The forward pre-hook of unit i waits
+    for ``ready[i]`` (and makes the compute stream wait for the copy); the optimizer's step
+    pre-hook waits for the optimizer state and loads it, in the main thread."""
 
-    def __init__(self, job: TrainingJob, files: SwitchFiles, backend: str) -> None:
+    def __init__(self, files: SwitchFiles, backend: str) -> None:
         import torch
 
-        self.job = job
         self.files = files
         self.cuda = backend == "cuda"
-        self.units = load_units(job.model)
-        if len(files.unit_files) != len(self.units) + 1:
-            raise RuntimeError("pipelined files do not match the model's load units")
+        self.job: TrainingJob | None = None
+        self.units: list[tuple[str, nn.Module]] = []
+        self.attached = threading.Event()
         self.ready = [threading.Event() for _ in files.unit_files]
         self.optimizer_ready = threading.Event()
         self.optimizer_state: dict[str, Any] | None = None
@@ -299,9 +300,12 @@ class _PipelinedLoader:
         try:
             for index, path in enumerate(self.files.unit_files):
                 payload = decode(path.read_bytes(), source=str(path))
-                module = self.job.model if index == 0 else self.units[index - 1][1]
                 if index == 0:
                     self.meta = {k: payload[k] for k in ("steps_done", "seed", "rng")}
+                self.attached.wait()
+                if self.job is None:  # the main thread gave up before the model existed
+                    return
+                module = self.job.model if index == 0 else self.units[index - 1][1]
                 self._copy_into(index, module, payload["model"])
                 self.ready[index].set()
             path = self.files.optimizer_file
@@ -323,20 +327,29 @@ class _PipelinedLoader:
 
     def _before_optimizer_step(self, *_: Any) -> None:
         self.optimizer_ready.wait()
-        if self.error is not None or self.optimizer_state is None:
+        if self.error is not None or self.optimizer_state is None or self.job is None:
             raise RuntimeError(f"pipelined load failed: {self.error}") from self.error
         state, self.optimizer_state = self.optimizer_state, None
         self.job.optimizer.load_state_dict(state)
 
     def start(self) -> None:
-        for index, (_, module) in enumerate(self.units, start=1):
-            self._handles.append(module.register_forward_pre_hook(
-                lambda *_, i=index: self.wait(i)))
-        self._handles.append(
-            self.job.optimizer.register_step_pre_hook(self._before_optimizer_step))
+        """Start reading and decoding (before the model exists)."""
         self._thread.start()
 
+    def attach(self, job: TrainingJob) -> None:
+        """The model exists: install the hooks and let the thread copy into it."""
+        units = load_units(job.model)
+        if len(self.files.unit_files) != len(units) + 1:
+            raise RuntimeError("pipelined files do not match the model's load units")
+        self.job, self.units = job, units
+        for index, (_, module) in enumerate(units, start=1):
+            self._handles.append(module.register_forward_pre_hook(
+                lambda *_, i=index: self.wait(i)))
+        self._handles.append(job.optimizer.register_step_pre_hook(self._before_optimizer_step))
+        self.attached.set()
+
     def finish(self) -> None:
+        self.attached.set()  # a thread still waiting for a model that never came returns
         self._thread.join()
         for handle in self._handles:
             handle.remove()
@@ -345,14 +358,15 @@ class _PipelinedLoader:
 
 
 def switch_pipelined(spec: JobSpec, files: SwitchFiles, backend: str) -> TrainingJob:
-    """Build the model, then load it unit by unit in a loader thread while the first step
-    computes (module docstring); returns the job after its first step."""
+    """Start the loader thread, build the model, then run the first step while the loader
+    fills the model unit by unit (module docstring); returns the job after its first step."""
     import torch
 
-    job = _new_job(spec, backend)
-    loader = _PipelinedLoader(job, files, backend)
+    loader = _PipelinedLoader(files, backend)
     loader.start()
     try:
+        job = _new_job(spec, backend)
+        loader.attach(job)
         loader.wait(0)  # the step counter and the RNG state pick the first batch
         job.steps_done = int(loader.meta["steps_done"])
         job.seed = int(loader.meta["seed"])
