@@ -374,3 +374,24 @@ def test_hare_defaults_unchanged_without_a_profile() -> None:
     assert hare_switch_model("default").seconds(ctx) == pytest.approx(
         5.96116 + 0.10224 / 12.6, rel=1e-9)
     assert hare_switch_model("hare").seconds(ctx) == pytest.approx(2.04e-3, rel=1e-9)
+
+
+def test_hare_instance_switch_map_from_measured_seconds() -> None:
+    """sigma[j][k] of a generated Hare instance under the measured model: every job gets its
+    model's hand-set seconds on every type (all types profiled as 'cpu')."""
+    from schedlab.formulations.hare.switching import switch_seconds_map
+    from schedlab.workloads.hare import HARE_MODELS, generate_hare_instance
+
+    data = ThroughputFile()
+    jobs = {}
+    for index, model in enumerate(HARE_MODELS):
+        job = f"recommender/tiny@{index + 1}"
+        jobs[model] = job
+        data.upsert(_switch(job, "cold", 1.0 + index))
+    instance = generate_hare_instance(6, seed=3)
+    measured = hare_switch_from_profile(data, "default", jobs,
+                                        {k: "cpu" for k in instance.cluster.types})
+    sigma = switch_seconds_map(instance, measured)
+    for job in instance.jobs:
+        expected = 1.0 + HARE_MODELS.index(str(job.job_type).split(" (", 1)[0])
+        assert sigma[job.id] == {k: expected for k in job.task_seconds}
