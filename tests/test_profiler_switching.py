@@ -267,6 +267,7 @@ def test_switch_table_with_several_devices_names_them() -> None:
     data.upsert(_switch("resnet18/tiny@8", "cold", 1.0, device="h100"))
     assert switch_table(data).columns == (
         "resnet18/tiny@8 on cpu", "gpt/small@8 on cpu", "resnet18/tiny@8 on h100")
+    assert switch_table(data, size="small").columns == ("gpt/small@8",)
     only = switch_table(data, "h100")
     assert only.columns == ("resnet18/tiny@8",)
     assert only.seconds["cold"] == (1.0,) and only.seconds["warm"] == (None,)
@@ -314,6 +315,10 @@ def test_profile_table_bad_files_exit_2(tmp_path: Path,
     ThroughputFile().save(empty)
     assert _run_table(["profile-table", str(empty)]) == 2
     assert "no switch measurements" in capsys.readouterr().err
+    good = tmp_path / "good.json"
+    _hand_file().save(good)
+    assert _run_table(["profile-table", str(good), "--size", "base"]) == 2
+    assert "no switch measurements of size 'base'" in capsys.readouterr().err
 
 
 def test_titan_switch_model_reads_the_measured_seconds(tmp_path: Path) -> None:

@@ -38,10 +38,13 @@ class SwitchTable:
     seconds: dict[str, tuple[float | None, ...]]
 
 
-def switch_table(data: ThroughputFile, device: str | None = None) -> SwitchTable:
-    """The table of ``data``'s switch cells, restricted to ``device`` when given."""
+def switch_table(data: ThroughputFile, device: str | None = None,
+                 size: str | None = None) -> SwitchTable:
+    """The table of ``data``'s switch cells, restricted to ``device`` and to jobs of zoo size
+    ``size`` (``model/size@batch``) when given."""
     cells = [c for c in data.cells if isinstance(c, SwitchMeasurement)
-             and (device is None or c.device == device)]
+             and (device is None or c.device == device)
+             and (size is None or f"/{size}@" in c.job)]
     pairs: list[tuple[str, str]] = []
     for cell in cells:
         if (cell.job, cell.device) not in pairs:
@@ -79,7 +82,8 @@ def render_csv(table: SwitchTable) -> str:
 
 
 def add_table_command(sub: Any, common: argparse.ArgumentParser, parser_class: type) -> None:
-    """Register ``profile-table FILE [--format markdown|csv] [--out F] [--device D]``."""
+    """Register ``profile-table FILE [--format markdown|csv] [--out F] [--device D]
+    [--size S]``."""
     table = sub.add_parser(
         "profile-table", parents=[common],
         help="the switch-cost table (Hare's Table 1 shape) of a throughput file",
@@ -89,6 +93,7 @@ def add_table_command(sub: Any, common: argparse.ArgumentParser, parser_class: t
     table.add_argument("--format", choices=("markdown", "csv"), default="markdown")
     table.add_argument("--out", metavar="F", help="write here (atomically) instead of stdout")
     table.add_argument("--device", metavar="D", help="only the switches on this device label")
+    table.add_argument("--size", metavar="S", help="only the jobs of this zoo size (tiny, ...)")
     table.set_defaults(handler=_cmd_profile_table)
 
 
@@ -96,9 +101,10 @@ def _cmd_profile_table(args: argparse.Namespace) -> int:
     from schedlab.atomic import write_bytes_atomic
 
     data = load_throughputs(args.file)
-    table = switch_table(data, args.device)
+    table = switch_table(data, args.device, args.size)
     if not table.columns:
-        where = f" on device {args.device!r}" if args.device else ""
+        where = (f" on device {args.device!r}" if args.device else "") + (
+            f" of size {args.size!r}" if args.size else "")
         raise InputError(f"no switch measurements{where}", file=args.file, field="cells")
     text = render_markdown(table) if args.format == "markdown" else render_csv(table)
     if args.out:
