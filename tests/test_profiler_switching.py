@@ -20,6 +20,7 @@ from schedlab.formulations.hare.switching import (  # noqa: E402
     hare_switch_from_profile,
 )
 from schedlab.formulations.hare.switching import switch_model as hare_switch_model  # noqa: E402
+from schedlab.profiler import switching  # noqa: E402
 from schedlab.profiler.checkpoint import list_checkpoints  # noqa: E402
 from schedlab.profiler.matrix import (  # noqa: E402
     SWITCH_KINDS,
@@ -34,6 +35,7 @@ from schedlab.profiler.switch_table import (  # noqa: E402
 )
 from schedlab.profiler.switching import (  # noqa: E402
     JOB_SEED,
+    SwitchFiles,
     load_units,
     mean_ci,
     measure_switch,
@@ -400,3 +402,18 @@ def test_hare_instance_switch_map_from_measured_seconds() -> None:
     for job in instance.jobs:
         expected = 1.0 + HARE_MODELS.index(str(job.job_type).split(" (", 1)[0])
         assert sigma[job.id] == {k: expected for k in job.task_seconds}
+
+
+def test_a_failing_worker_gives_error_cells(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files that point at no checkpoint: the live worker fails in its setup and the cold
+    child in its load; both cells say so instead of raising or inventing a time."""
+    missing = tmp_path / "nothing"
+    files = SwitchFiles(missing, 0, (), missing / "optimizer.ckpt", missing / "resident.ckpt")
+    monkeypatch.setattr(switching, "prepare_switch_files", lambda spec, workdir: files)
+    cells = measure_switches(SPEC, "cpu", "cpu", ["warm", "resident", "cold"], repeats=1,
+                             workdir=tmp_path, warmup=0)
+    assert [c.switch for c in cells] == ["warm", "resident", "cold"]
+    for cell in cells:
+        assert cell.status == "error" and cell.seconds is None and cell.repeats == 0
+        assert f"no good checkpoint in {missing}" in str(cell.reason)

@@ -419,7 +419,8 @@ class _LiveWorker:
             self.previous.step()
             self.resident = _new_job(spec, backend)
             restored = load_latest(files.checkpoint_folder)
-            assert restored.state is not None
+            if restored.state is None:
+                raise RuntimeError(f"no good checkpoint in {files.checkpoint_folder}")
             self.resident.load_state(restored.state)
 
     def _previous_task(self) -> None:
@@ -567,21 +568,20 @@ def measure_switches(spec: JobSpec, device_label: str, backend: str,
     live = [kind for kind in wanted if kind in LIVE_KINDS]
     if live:
         process, conn = _spawn(_live_child, spec, files, backend, cpu_threads)
+        kind = "setup"
         try:
             _receive(conn, f"live worker for {spec.name}")
             for kind in live:
-                try:
-                    for index in range(warmup + repeats):
-                        conn.send(("switch", kind))
-                        seconds = _receive(conn, f"{kind} switch to {spec.name}")
-                        if index >= warmup:
-                            samples[kind].append(float(seconds))
-                except RuntimeError as exc:
-                    errors[kind] = str(exc)
-                    break
-        except RuntimeError as exc:
-            for kind in live:
-                errors.setdefault(kind, str(exc))
+                for index in range(warmup + repeats):
+                    conn.send(("switch", kind))
+                    seconds = _receive(conn, f"{kind} switch to {spec.name}")
+                    if index >= warmup:
+                        samples[kind].append(float(seconds))
+        except (RuntimeError, OSError) as exc:  # the worker failed or died: it is gone
+            for other in live:
+                if not (samples[other] and len(samples[other]) == repeats):
+                    errors[other] = (str(exc) if other == kind or kind == "setup" else
+                                     f"not measured: the worker failed during {kind}")
         finally:
             try:
                 conn.send(("stop",))
