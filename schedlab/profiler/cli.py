@@ -3,16 +3,314 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import logging
+import math
+import platform
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
-from schedlab.errors import SchedlabError
+from pydantic import ValidationError
+
+from schedlab.errors import InputError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+EXIT_OK, EXIT_FAILURE, EXIT_INTERRUPTED = 0, 1, 130
 
 
 def add_profile_command(sub: Any, common: argparse.ArgumentParser, parser_class: type) -> None:
-    """Register ``profile`` on the top-level subparsers ``sub``."""
-    profile = sub.add_parser("profile", parents=[common], help="measure zoo jobs (in progress)")
+    """Register ``profile`` and the profiler's tools on the top-level subparsers ``sub``."""
+    _add_profile(sub, common)
+
+
+def _add_profile(sub: Any, common: argparse.ArgumentParser) -> None:
+    profile = sub.add_parser(
+        "profile", parents=[common], help="measure zoo jobs into a throughput file",
+        description="Measure zoo jobs (schedlab.profiler.zoo) on this machine's devices into a "
+        "throughput file (schedlab/throughputs@1, see 'schedlab schema throughputs' and "
+        "docs/profiler.md): steps/s with a confidence interval and peak memory per job and "
+        "scale factor, and optionally colocated pairs, batch-size regimes, Saturn's technique "
+        "search and switch costs. Cells already in --out are kept (resume); Ctrl-C keeps every "
+        "finished cell.")
+    profile.add_argument("--models", required=True, type=_list_of(str), metavar="M,M,...",
+                         help="zoo models (resnet18, resnet50, transformer, lstm, recommender, "
+                         "gpt)")
+    profile.add_argument("--sizes", type=_list_of(str), default=["tiny"], metavar="S,S,...",
+                         help="model sizes: tiny, small, base (default: tiny)")
+    profile.add_argument("--batch-sizes", required=True, type=_list_of(_positive_int),
+                         metavar="B,B,...", help="batch sizes per process")
+    profile.add_argument("--devices", type=_list_of(str), default=["cpu"],
+                         metavar="cpu[,cuda[=LABEL]]",
+                         help="device types; LABEL names the type in instances (default for "
+                         "CUDA: from the GPU's name, e.g. h100). Default: cpu")
+    profile.add_argument("--scale-factors", type=_list_of(_positive_int), default=[1],
+                         metavar="N,N,...", help="devices per job (data parallel; default: 1)")
+    profile.add_argument("--colocate", action="store_true",
+                         help="also every pair of jobs sharing one device (Gavel)")
+    profile.add_argument("--regimes", action="store_true",
+                         help="also seconds per epoch at each batch size (Shockwave)")
+    profile.add_argument("--samples-per-epoch", type=_positive_int, default=50_000, metavar="N",
+                         help="samples in an epoch for --regimes (default: %(default)s)")
+    profile.add_argument("--techniques", action="store_true",
+                         help="also Saturn's technique search: single on 1 device, ddp and fsdp "
+                         "on each scale factor above 1")
+    profile.add_argument("--switches", type=_list_of(str), default=[],
+                         metavar="cold,warm,pipelined,resident",
+                         help="also these switch costs per job (schedlab.profiler.switching)")
+    profile.add_argument("--switch-repeats", type=_positive_int, default=3, metavar="N",
+                         help="timed switches per switch cell (default: %(default)s)")
+    profile.add_argument("--threads", type=_positive_int, default=1, metavar="T",
+                         help="torch threads per worker process = per CPU device (default: 1)")
+    profile.add_argument("--warmup-steps", type=_nonnegative_int, default=3, metavar="N",
+                         help="untimed steps first (default: %(default)s)")
+    profile.add_argument("--min-steps", type=_positive_int, default=5, metavar="N",
+                         help="timed steps at least, unless --max-seconds ends the cell "
+                         "(default: %(default)s)")
+    profile.add_argument("--max-steps", type=_positive_int, default=200, metavar="N",
+                         help="timed steps at most (default: %(default)s)")
+    profile.add_argument("--max-seconds", type=_positive_float, default=10.0, metavar="S",
+                         help="time limit of a cell's timed phase (default: %(default)s)")
+    profile.add_argument("--confidence", type=_positive_float, default=0.95, metavar="C",
+                         help="confidence level of the intervals (default: %(default)s)")
+    profile.add_argument("--target-halfwidth", type=_positive_float, default=0.05, metavar="R",
+                         help="stop when the CI half-width / mean step time <= R "
+                         "(default: %(default)s)")
+    profile.add_argument("--seed", type=_nonnegative_int, default=0, metavar="S",
+                         help="seed of the weights and synthetic batches (default: 0)")
+    profile.add_argument("--cell-timeout", type=_positive_float, default=600.0, metavar="S",
+                         help="a cell's workers are stopped after S seconds and the cell "
+                         "recorded as error (default: %(default)s)")
+    profile.add_argument("--out", required=True, metavar="FILE",
+                         help="throughput file (JSON); an existing one is resumed")
+    profile.add_argument("--redo", action="store_true",
+                         help="measure again the cells already ok in --out")
     profile.set_defaults(handler=_cmd_profile)
 
 
+# ------------------------------------------------------------------------------ values
+
+
+def _list_of(item: Callable[[str], T]) -> Callable[[str], list[T]]:
+    def parse(text: str) -> list[T]:
+        parts = [part.strip() for part in text.split(",")]
+        if not parts or any(not part for part in parts):
+            raise argparse.ArgumentTypeError(f"{text!r}: expected a comma-separated list")
+        return [item(part) for part in parts]
+
+    return parse
+
+
+def _int_at_least(text: str, lowest: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < lowest:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least {lowest}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    return _int_at_least(text, 1)
+
+
+def _nonnegative_int(text: str) -> int:
+    return _int_at_least(text, 0)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
+    return value
+
+
+_LABEL = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+
+
+def gpu_label(name: str) -> str:
+    """A short device label from a CUDA device name: 'NVIDIA H100 80GB HBM3' -> 'h100',
+    'NVIDIA A100-SXM4-40GB' -> 'a100', 'NVIDIA GeForce RTX 4090' -> 'rtx4090'."""
+    words = [w for w in re.split(r"[\s_]+", name.strip())
+             if w.lower() not in ("nvidia", "geforce", "tesla", "quadro")]
+    if not words:
+        return "cuda"
+    first = words[0].split("-")[0].lower()
+    if first in ("rtx", "gtx") and len(words) > 1:
+        first += words[1].split("-")[0].lower()
+    label = re.sub(r"[^a-z0-9_.-]", "", first)
+    return label or "cuda"
+
+
+def parse_devices(items: list[str]) -> tuple[Any, ...]:
+    """``cpu``, ``cuda`` and ``BACKEND=LABEL`` items -> :class:`~schedlab.profiler.run.Device`;
+    CUDA without a CUDA device is an :class:`InputError`."""
+    from schedlab.profiler.run import Device
+
+    devices = []
+    for item in items:
+        backend, _, label = item.partition("=")
+        backend = backend.strip().lower()
+        if backend not in ("cpu", "cuda"):
+            raise InputError(f"unknown device {item!r}: expected cpu or cuda[=LABEL]",
+                             field="--devices")
+        if label and not _LABEL.match(label):
+            raise InputError(f"bad device label {label!r}: lower-case letters, digits, '_', "
+                             "'.', '-'", field="--devices")
+        if backend == "cpu":
+            devices.append(Device(label or "cpu", "cpu", _cpu_name()))
+            continue
+        import torch
+
+        if not torch.cuda.is_available():
+            raise InputError("--devices cuda: no CUDA device is available here (torch "
+                             f"{torch.__version__}, torch.cuda.is_available() is False)",
+                             field="--devices")
+        name = torch.cuda.get_device_name(0)
+        count = torch.cuda.device_count()
+        devices.append(Device(label or gpu_label(name), "cuda",
+                              f"{name} (cuda:0..{count - 1})"))
+    labels = [d.label for d in devices]
+    if len(set(labels)) != len(labels):
+        raise InputError(f"device labels repeat: {', '.join(labels)}", field="--devices")
+    return tuple(devices)
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def campaign_options(args: argparse.Namespace) -> Any:
+    """The :class:`~schedlab.profiler.run.CampaignOptions` of the parsed arguments."""
+    from schedlab.profiler.matrix import SWITCH_KINDS, Settings
+    from schedlab.profiler.run import CampaignOptions
+    from schedlab.profiler.zoo import MODELS, SIZES, JobSpec
+
+    for model in args.models:
+        if model not in MODELS:
+            raise InputError(f"unknown zoo model {model!r}; known: {', '.join(MODELS)}",
+                             field="--models")
+    for size in args.sizes:
+        if size not in SIZES:
+            raise InputError(f"unknown size {size!r}; known: {', '.join(SIZES)}",
+                             field="--sizes")
+    for kind in args.switches:
+        if kind not in SWITCH_KINDS:
+            raise InputError(f"unknown switch kind {kind!r}; known: {', '.join(SWITCH_KINDS)}",
+                             field="--switches")
+    if args.min_steps < 2:
+        raise InputError("must be at least 2 (a confidence interval needs two steps)",
+                         field="--min-steps")
+    if args.max_steps < args.min_steps:
+        raise InputError(f"--max-steps {args.max_steps} is below --min-steps "
+                         f"{args.min_steps}", field="--max-steps")
+    if args.confidence >= 1:
+        raise InputError("must be between 0 and 1", field="--confidence")
+    try:
+        settings = Settings(warmup_steps=args.warmup_steps, min_steps=args.min_steps,
+                            max_steps=args.max_steps, max_seconds=args.max_seconds,
+                            confidence=args.confidence,
+                            target_relative_halfwidth=args.target_halfwidth)
+    except ValidationError as exc:
+        raise InputError(str(exc.errors()[0].get("msg")), field="settings") from None
+    jobs = tuple(JobSpec(m, s, b) for m in dict.fromkeys(args.models)
+                 for s in dict.fromkeys(args.sizes) for b in dict.fromkeys(args.batch_sizes))
+    return CampaignOptions(
+        jobs=jobs, devices=parse_devices(args.devices),
+        scale_factors=tuple(dict.fromkeys(args.scale_factors)), colocate=args.colocate,
+        regimes=args.regimes, samples_per_epoch=args.samples_per_epoch,
+        techniques=args.techniques, switches=tuple(dict.fromkeys(args.switches)),
+        switch_repeats=args.switch_repeats, threads=args.threads, seed=args.seed,
+        settings=settings, timeout_s=args.cell_timeout)
+
+
+def _check_out(out: Path) -> None:
+    if out.is_dir():
+        raise InputError("is a directory; --out needs a file name", file=str(out),
+                         field="--out")
+    if not out.parent.is_dir():
+        raise InputError("its folder does not exist", file=str(out), field="--out")
+
+
+# ------------------------------------------------------------------------------ command
+
+
 def _cmd_profile(args: argparse.Namespace) -> int:
-    raise SchedlabError("schedlab profile: being built in this session")
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from schedlab.profiler.run import open_file, plan, run_campaign
+
+    options = campaign_options(args)
+    out = Path(args.out)
+    _check_out(out)
+    open_file(out, options)  # a bad or mismatched file is an input error before measuring
+    cells = plan(options)
+    stderr = Console(stderr=True)
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=stderr,
+                        disable=args.quiet or not stderr.is_terminal, transient=True)
+    with progress:
+        task = progress.add_task("profile", total=len(cells))
+
+        def step(planned: Any, cell: Any) -> None:
+            progress.update(task, advance=1, description=planned.label)
+
+        result = run_campaign(options, out, redo=args.redo, on_cell=step, cells=cells)
+    finished = len(result.measured)
+    if result.interrupted:
+        sys.stderr.write(f"interrupted: {finished} cell(s) measured in this run kept in "
+                         f"{out} ({len(result.file.cells)} in the file); run the same "
+                         "command again to resume\n")
+        sys.stderr.flush()
+        return EXIT_INTERRUPTED
+    if not args.quiet:
+        _report(result, out)
+    failed = [cell for cell in result.measured if cell.status == "error"]
+    return EXIT_FAILURE if failed else EXIT_OK
+
+
+def _report(result: Any, out: Path) -> None:
+    from rich.table import Table
+
+    from schedlab.cli import _console
+
+    table = Table(title=f"measured {len(result.measured)} cell(s), kept {result.skipped} "
+                  f"already ok; {out}")
+    for column in ("cell", "status", "value"):
+        table.add_column(column)
+    for cell in result.measured:
+        table.add_row(cell.key, cell.status, _value_text(cell))
+    _console().print(table)
+
+
+def _value_text(cell: Any) -> str:
+    if cell.status != "ok":
+        return str(cell.reason or "")
+    kind = cell.kind
+    if kind == "solo":
+        low, high = cell.steps_per_s_ci or (math.nan, math.nan)
+        return f"{cell.steps_per_s:.4g} steps/s [{low:.4g}, {high:.4g}]"
+    if kind == "colocated":
+        first, second = cell.steps_per_s
+        return f"{first:.4g} + {second:.4g} steps/s"
+    if kind == "regime":
+        return f"{cell.seconds_per_epoch:.4g} s/epoch ({cell.step_s:.4g} s/step)"
+    if kind == "technique":
+        return f"{cell.step_s:.4g} s/step"
+    return f"{cell.seconds:.4g} s"

@@ -126,6 +126,8 @@ class RegimeMeasurement(_Cell):
     batch_size: int = Field(ge=1)
     samples_per_epoch: int = Field(ge=1)
     seconds_per_epoch: float | None = Field(default=None, gt=0)
+    step_s: float | None = Field(default=None, gt=0, description="measured mean seconds per "
+                                 "step; seconds_per_epoch = ceil(samples / batch) x step_s")
 
     @property
     def key(self) -> str:

@@ -158,17 +158,12 @@ def group_worker(payload: dict[str, Any]) -> dict[str, Any]:
     memory.start()
     distributed = technique != "single"
     if distributed:
+        # never destroyed: the worker leaves with os._exit once it has answered (workers.py)
         _init_group(payload, device)
-    try:
-        job = _build(spec, technique, payload["seed"], rank, world, device)
-        agree = _rank0_decides(device) if distributed else None
-        timing = time_steps(job.step, settings, sync=device_sync(device), agree=agree)
-        peak = memory.bytes()
-    finally:
-        if distributed:
-            import torch.distributed as dist
-
-            dist.destroy_process_group()
+    job = _build(spec, technique, payload["seed"], rank, world, device)
+    agree = _rank0_decides(device) if distributed else None
+    timing = time_steps(job.step, settings, sync=device_sync(device), agree=agree)
+    peak = memory.bytes()
     return {"durations_s": list(timing.durations_s), "stopped_by": timing.stopped_by,
             "peak_memory_bytes": peak}
 

@@ -28,6 +28,7 @@ touched (weights, optimizer state, activations, allocator caches), not just tens
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -63,6 +64,7 @@ class Summary:
     samples_per_s: float
 
 
+@functools.lru_cache(maxsize=1024)
 def t_quantile(confidence: float, degrees_of_freedom: int) -> float:
     """``t_{(1+c)/2, dof}``: the two-sided Student t critical value at level ``c``."""
     from scipy.stats import t as student_t

@@ -34,7 +34,11 @@ log = logging.getLogger(__name__)
 #: seconds a cell's workers may run before they are stopped (``--cell-timeout``)
 DEFAULT_TIMEOUT_S = 600.0
 
-_PRELOAD = ["torch", "schedlab.profiler.zoo", "schedlab.profiler.timing"]
+#: what the fork server imports once (torch's optimizers import torch._dynamo on first use,
+#: 2-3 s)
+_PRELOAD = ["torch", "torch._dynamo", "scipy.stats", "schedlab.profiler.zoo",
+            "schedlab.profiler.timing", "schedlab.profiler.parallel",
+            "schedlab.profiler.colocate"]
 
 
 class WorkerError(SchedlabError):
@@ -81,15 +85,22 @@ def setup_worker(threads: int, cores: Sequence[int] | None) -> None:
 
 def _entry(target: Callable[..., Any], index: int, payload: dict[str, Any],
            results: Any) -> None:
-    """Worker main: run ``target(payload)`` and report ``(index, ok, value-or-reason)``."""
+    """Worker main: run ``target(payload)``, report ``(index, ok, value-or-reason)``, flush
+    the report and leave at once with ``os._exit`` (no interpreter teardown: a process
+    group's destructors can hang once a peer has gone, and the answer is already sent)."""
     try:
         value = target(payload)
     except Exception as exc:  # the reason goes into the cell; the worker ends
         last = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
         where = f" at {last[0].filename}:{last[0].lineno}" if last else ""
         results.put((index, False, f"{type(exc).__name__}: {exc}{where}"))
-        return
-    results.put((index, True, value))
+        code = 1
+    else:
+        results.put((index, True, value))
+        code = 0
+    results.close()
+    results.join_thread()
+    os._exit(code)
 
 
 def run_workers(target: Callable[[dict[str, Any]], Any], payloads: Sequence[dict[str, Any]],
