@@ -126,6 +126,7 @@ class _Context:
     source: str
     digest: str
     rng: Mapping[str, np.random.Generator]
+    cells: Mapping[str, Any]
 
     def missing(self, what: str) -> InputError:
         """The one-line error for a file without a usable cell for the paper."""
@@ -232,8 +233,8 @@ def _solo(measured: ThroughputFile) -> dict[tuple[str, int], dict[str, float]]:
     return table
 
 
-def _switch(measured: ThroughputFile, job: str, device: str, kind: str) -> float | None:
-    cell = measured.get(f"switch:{job}:{device}:{kind}")
+def _switch(ctx: _Context, job: str, device: str, kind: str) -> float | None:
+    cell = ctx.cells.get(f"switch:{job}:{device}:{kind}")
     if isinstance(cell, SwitchMeasurement) and cell.status == "ok":
         return cell.seconds
     return None
@@ -294,7 +295,7 @@ def _gavel(ctx: _Context) -> dict[str, Any]:
             "total_steps": whole_steps(float(durations[i]) * throughput[reference]),
             "throughput": throughput,
         }
-        warm = [s for k in cluster if (s := _switch(ctx.measured, job_type, k, "warm"))
+        warm = [s for k in cluster if (s := _switch(ctx, job_type, k, "warm"))
                 is not None]
         if warm:
             job["switch_overhead_s"] = max(warm)
@@ -304,11 +305,10 @@ def _gavel(ctx: _Context) -> dict[str, Any]:
             "params": {"round_s": ctx.options.round_s or GAVEL_ROUND_S}}
 
 
-def _colocated(measured: ThroughputFile, a: str, b: str,
-               device: str) -> tuple[float, float] | None:
+def _colocated(ctx: _Context, a: str, b: str, device: str) -> tuple[float, float] | None:
     """(steps/s of a, steps/s of b) while sharing ``device``, from either cell order."""
     for first, second, flip in ((a, b, False), (b, a, True)):
-        cell = measured.get(f"colocated:{first}+{second}:{device}")
+        cell = ctx.cells.get(f"colocated:{first}+{second}:{device}")
         if isinstance(cell, ColocatedMeasurement) and cell.status == "ok" \
                 and cell.steps_per_s is not None:
             x, y = cell.steps_per_s
@@ -325,7 +325,7 @@ def _add_colocation(ctx: _Context, jobs: list[dict[str, Any]],
     single = [job for job in jobs if job["scale_factor"] == 1]
     for a, b in itertools.combinations(single, 2):
         for k in cluster:
-            pair = _colocated(ctx.measured, a["job_type"], b["job_type"], k)
+            pair = _colocated(ctx, a["job_type"], b["job_type"], k)
             if pair is None:
                 continue
             a.setdefault("colocated_throughput", {}).setdefault(b["id"], {})[k] = pair[0]
@@ -563,7 +563,7 @@ def _titan(ctx: _Context) -> dict[str, Any]:
             "max_gpus": max(thr),
         }
         for kind in ("pipelined", "warm"):
-            seconds = _switch(ctx.measured, job_type, device, kind)
+            seconds = _switch(ctx, job_type, device, kind)
             if seconds is not None:
                 job["switch_overhead_s"] = seconds
                 break
@@ -633,7 +633,7 @@ def _hare_switch(ctx: _Context, job: str, types: Sequence[str]) -> dict[str, flo
     out: dict[str, float] = {}
     for k in types:
         seconds = [s for kind in HARE_SWITCH_KINDS[ctx.options.switch]
-                   if (s := _switch(ctx.measured, job, k, kind)) is not None]
+                   if (s := _switch(ctx, job, k, kind)) is not None]
         if seconds:
             out[k] = min(seconds)
     return out
@@ -683,7 +683,8 @@ def instance_from_throughputs(measured: ThroughputFile, options: InstanceOptions
         canonical = json.dumps(measured.to_dict(), sort_keys=True, separators=(",", ":"))
         digest = hashlib.sha256(canonical.encode()).hexdigest()
     ctx = _Context(measured=measured, options=options, source=source, digest=digest,
-                   rng=_streams(options.seed))
+                   rng=_streams(options.seed),
+                   cells={cell.key: cell for cell in measured.cells})
     body = _BUILDERS[options.paper](ctx)
     label = options.name or f"{options.paper}-{Path(source).stem}-{options.jobs}jobs-" \
         f"seed{options.seed}"
