@@ -1,0 +1,333 @@
+"""POP for the Gavel allocation policies: k random sub-problems, solved apart, concatenated.
+
+POP (Narayanan et al., SOSP 2021, "Solving Large-Scale Granular Resource Allocation Problems
+Efficiently with POP") splits the jobs of a Gavel LP into k random parts J_1 .. J_k, gives
+each part about 1/k of every accelerator type, solves the k sub-LPs independently (in
+parallel) and concatenates their allocations:
+
+    X[j, .] = X^(i)[j, .]   for j in J_i,      Y[p, .] = Y^(i)[p, .]   for p within J_i.
+
+**Feasibility for the whole problem.** Every row of a Gavel LP is either per job (``job_share``,
+``fairness``, ...) -- it holds in the part the job was solved in -- or a capacity row
+sum_j s_j X[j,k] + sum_p g_p Y[p,k] <= n_k, which sums over the parts: part i uses at most its
+n_k^(i) GPUs and sum_i n_k^(i) = n_k.  So the concatenation is feasible for the full LP.
+
+**Not optimal.** It is the optimum of a *restricted* problem (each part confined to its own
+slice of the cluster; pairs across parts never co-located), so its objective is a lower bound
+of a maximization's optimum and no proof of optimality: the status is at best ``feasible``,
+``bound`` and ``gap`` are left empty, and the ratio to the exact optimum is recorded only when
+the caller ran the exact solve (``exact_objective``).  With k = 1 the one part *is* the full
+problem, so its status, bound and gap are kept.
+
+Choices (docs/pop.md):
+
+* **Partition**: a random permutation of the jobs (numpy ``default_rng(seed)``), cut into k
+  consecutive blocks of sizes floor(J/k) or ceil(J/k) (Gavel's POP experiments assign jobs
+  round-robin or uniformly at random; balanced random blocks keep every part non-empty).
+* **Space sharing**: a co-located pair is kept only when both of its jobs fall in the same
+  part -- that is what POP does; about 1/k of the pairs survive.
+* **Sub-cluster**: the schema's GPU counts are integers, so n_k GPUs of type k are
+  apportioned: every part gets floor(n_k/k), and the n_k mod k remaining GPUs go one each to
+  the next parts in a round-robin that continues across types (so the parts' totals differ by
+  at most one GPU).  When k divides n_k this is exactly n_k/k.  Node lists are dropped (Gavel's
+  LPs read only the per-type counts).
+* **Objective**: recomputed on the *full* instance by the formulation's own
+  :meth:`~schedlab.formulations.gavel.base.GavelMethod.objective_of` (e.g. for max-min
+  fairness the minimum over all J jobs of s_j thr_j / (w_j T_eq[j]) with the full cluster's
+  T_eq), so it is directly comparable with the exact optimum.  Only the pairs that received a
+  share are read back (the full pair list can hold millions).
+* **Rounds**: the sub-solves produce none; the round mechanism runs once on the concatenated
+  allocation over the full cluster.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from schedlab.check import check
+from schedlab.errors import InputError
+from schedlab.formulations.gavel.base import GavelMethod
+from schedlab.formulations.gavel.data import (
+    allocation_arrays,
+    effective_throughput,
+    gavel_data,
+    normalized_throughput,
+)
+from schedlab.instance import AcceleratorPool, Cluster, Instance, Job
+from schedlab.registry import get_formulation
+from schedlab.solution import InstanceRef, PairShare, Solution, Status, Timings, worst_status
+from schedlab.solvers import SolverOptions
+
+log = logging.getLogger(__name__)
+
+PopBackend = Literal["local", "ray"]
+
+
+@dataclass(frozen=True)
+class PopPart:
+    """One sub-problem: its job ids (instance order), its GPUs per type and its instance."""
+
+    job_ids: list[str]
+    gpus: dict[str, int]
+    instance: Instance
+
+
+# ------------------------------------------------------------------------------- partition
+
+
+def pop_partition(instance: Instance, k: int, seed: int) -> list[list[str]]:
+    """The k parts of ``instance``'s jobs: a seeded random permutation cut into k balanced
+    blocks, each listed in instance order.  :class:`InputError` unless 1 <= k <= J."""
+    num_jobs = len(instance.jobs)
+    if k < 1 or k > num_jobs:
+        raise InputError(f"the number of partitions must be between 1 and the number of jobs "
+                         f"({num_jobs}); got {k}", field="--partitions")
+    order = np.random.default_rng(seed).permutation(num_jobs)
+    ids = [job.id for job in instance.jobs]
+    return [[ids[j] for j in np.sort(block)] for block in np.array_split(order, k)]
+
+
+def split_gpus(counts: Mapping[str, int], k: int) -> list[dict[str, int]]:
+    """Apportion each type's n_k GPUs over k parts: floor(n_k/k) each, the n_k mod k others
+    one per part in a round-robin continued across types.  Sums back to ``counts`` exactly."""
+    parts: list[dict[str, int]] = [{} for _ in range(k)]
+    cursor = 0
+    for acc, count in counts.items():
+        base, extra = divmod(count, k)
+        for i in range(k):
+            parts[i][acc] = base
+        for _ in range(extra):
+            parts[cursor % k][acc] += 1
+            cursor += 1
+    return parts
+
+
+def restrict_jobs(instance: Instance, job_ids: Sequence[str],
+                  gpus: Mapping[str, int] | None = None) -> Instance:
+    """``instance`` with only ``job_ids`` (kept in instance order), each job's co-located
+    partners restricted to those jobs, no Titan merges, and ``gpus`` GPUs per type when given
+    (node lists then dropped).  Built by copying, not re-validating: a subset of a valid
+    instance with a valid cluster is valid."""
+    keep = set(job_ids)
+    jobs: list[Job] = []
+    for job in instance.jobs:
+        if job.id not in keep:
+            continue
+        if job.colocated_throughput:
+            partners = {other: by_acc for other, by_acc in job.colocated_throughput.items()
+                        if other in keep}
+            job = job.model_copy(update={"colocated_throughput": partners or None})
+        jobs.append(job)
+    update: dict[str, Any] = {"jobs": jobs, "merges": None}
+    if gpus is not None:
+        pools = instance.cluster.accelerators
+        update["cluster"] = Cluster(accelerators={
+            acc: AcceleratorPool(count=gpus[acc], cost_per_hour=pools[acc].cost_per_hour)
+            for acc in pools
+        })
+    return instance.model_copy(update=update)
+
+
+def pop_parts(instance: Instance, k: int, seed: int) -> list[PopPart]:
+    """The k sub-problems of :func:`pop_partition` with the GPUs of :func:`split_gpus`."""
+    blocks = pop_partition(instance, k, seed)
+    counts = {acc: pool.count for acc, pool in instance.cluster.accelerators.items()}
+    if k > sum(counts.values()):
+        raise InputError(f"the number of partitions ({k}) exceeds the number of GPUs "
+                         f"({sum(counts.values())}): a part would have none",
+                         field="--partitions")
+    gpus = split_gpus(counts, k)
+    if k == 1:
+        return [PopPart(blocks[0], gpus[0], instance)]
+    return [PopPart(block, share, restrict_jobs(instance, block, share))
+            for block, share in zip(blocks, gpus, strict=True)]
+
+
+# ------------------------------------------------------------------------------ sub-solves
+
+
+def _solve_part(formulation_name: str, instance: Instance,
+                options: SolverOptions) -> tuple[Solution, float]:
+    """Solve one part with the registered formulation, no rounds; (solution, wall s)."""
+    start = time.perf_counter()
+    form = get_formulation(formulation_name)
+    if hasattr(form, "num_rounds"):
+        form.num_rounds = 0
+    solution = form.solve(instance, options)
+    return solution, time.perf_counter() - start
+
+
+def _run_local(formulation_name: str, parts: Sequence[PopPart], options: SolverOptions,
+               workers: int) -> list[tuple[Solution, float]]:
+    if workers <= 1 or len(parts) == 1:
+        return [_solve_part(formulation_name, part.instance, options) for part in parts]
+    with ProcessPoolExecutor(max_workers=min(workers, len(parts))) as pool:
+        futures = [pool.submit(_solve_part, formulation_name, part.instance, options)
+                   for part in parts]
+        return [future.result() for future in futures]
+
+
+def _run_ray(formulation_name: str, parts: Sequence[PopPart], options: SolverOptions,
+             workers: int) -> list[tuple[Solution, float]]:
+    try:
+        import ray
+    except ImportError:
+        raise InputError("the Ray backend needs Ray (pip install 'schedlab[dev]' or "
+                         "'ray'); use --pop-backend local", field="--pop-backend") from None
+    started = False
+    if not ray.is_initialized():
+        ray.init(num_cpus=max(workers, 1), include_dashboard=False, log_to_driver=False)
+        started = True
+    try:
+        remote = ray.remote(num_cpus=1)(_solve_part)
+        refs = [remote.remote(formulation_name, part.instance, options) for part in parts]
+        return list(ray.get(refs))
+    finally:
+        if started:
+            ray.shutdown()
+
+
+# -------------------------------------------------------------------------------- combine
+
+
+def _used_pairs_instance(instance: Instance, colocated: Sequence[PairShare]) -> Instance:
+    """``instance`` with each job's co-located partners cut down to the pairs in
+    ``colocated`` (the objective and the rounds then never read the unused pairs)."""
+    partners: dict[str, set[str]] = {}
+    for share in colocated:
+        a, b = share.jobs
+        partners.setdefault(a, set()).add(b)
+        partners.setdefault(b, set()).add(a)
+    jobs = []
+    for job in instance.jobs:
+        if job.colocated_throughput:
+            used = partners.get(job.id, set())
+            kept = {o: v for o, v in job.colocated_throughput.items() if o in used}
+            job = job.model_copy(update={"colocated_throughput": kept or None})
+        jobs.append(job)
+    return instance.model_copy(update={"jobs": jobs})
+
+
+def _combine(form: GavelMethod, instance: Instance, parts: Sequence[PopPart],
+             results: Sequence[tuple[Solution, float]], num_rounds: int) -> Solution:
+    """The concatenated Solution (timings filled by the caller)."""
+    subs = [solution for solution, _ in results]
+    status = worst_status(*(s.status for s in subs))
+    k = len(parts)
+    if k > 1 and status == Status.OPTIMAL:
+        status = Status.FEASIBLE  # optimal per part is not optimal for the whole problem
+    solution = Solution(instance=InstanceRef(name=instance.name, hash=instance.content_hash()),
+                        formulation=form.name, status=status,
+                        solver=subs[0].solver if subs else "highs")
+    for i, sub in enumerate(subs):
+        solution.diagnostics.extend(f"POP part {i}: {d}" for d in sub.diagnostics)
+    if k == 1:
+        solution.bound, solution.gap = subs[0].bound, subs[0].gap
+    else:
+        solution.diagnostics.append(
+            f"POP heuristic: {k} random parts solved apart; the objective is a feasible "
+            "value of the full problem, not a proven optimum")
+    if not status.has_solution:
+        return solution
+    for sub in subs:
+        solution.allocation.update(sub.allocation)
+        solution.colocated_allocation.extend(sub.colocated_allocation)
+    reduced = _used_pairs_instance(instance, solution.colocated_allocation)
+    solution.objective = form.objective_of(reduced, solution)
+    data = gavel_data(reduced, space_sharing=bool(solution.colocated_allocation))
+    x, y = allocation_arrays(data, solution.allocation, solution.colocated_allocation)
+    solution.metrics["effective_throughput"] = dict(
+        zip(data.job_ids, effective_throughput(data, x, y).tolist(), strict=True))
+    solution.metrics["normalized_throughput"] = dict(
+        zip(data.job_ids, normalized_throughput(data, x, y).tolist(), strict=True))
+    if num_rounds > 0:
+        from schedlab.formulations.gavel.rounds import schedule_rounds
+
+        solution.rounds = schedule_rounds(reduced, solution.allocation, num_rounds,
+                                          colocated=solution.colocated_allocation)
+    return solution
+
+
+def solve_pop(
+    instance: Instance,
+    formulation_name: str,
+    k: int,
+    *,
+    seed: int = 0,
+    workers: int | None = None,
+    backend: PopBackend = "local",
+    options: SolverOptions | None = None,
+    num_rounds: int | None = None,
+    exact_objective: float | None = None,
+    run_check: bool = True,
+) -> Solution:
+    """POP with ``k`` parts (module docstring) of the registered Gavel policy
+    ``formulation_name``; the concatenated, checked Solution.
+
+    ``workers``: parallel sub-solves (default min(k, CPUs)); 1 solves the parts one after
+    another in this process.  ``backend``: ``local`` (a process pool) or ``ray`` (a local Ray
+    instance of ``workers`` CPUs unless one is already running).  ``num_rounds`` overrides
+    ``instance.params.num_rounds`` for the round mechanism run on the concatenation.
+    ``exact_objective``: the exact solve's optimum, when the caller ran it; its ratio
+    objective / exact lands in ``metrics["pop"]["ratio_to_exact"]``.
+
+    ``metrics["pop"]`` records the parts (jobs, GPUs, pairs kept, status, objective, seconds)
+    and ``critical_path_s``: setup plus the slowest part, the time with one worker per part.
+    """
+    form = get_formulation(formulation_name)
+    if not isinstance(form, GavelMethod):
+        raise InputError(f"POP partitions Gavel allocation policies only; "
+                         f"{formulation_name} is not one", field="--formulation")
+    if backend not in ("local", "ray"):
+        raise InputError(f"unknown POP backend {backend!r} (local or ray)",
+                         field="--pop-backend")
+    if workers is not None and workers < 1:
+        raise InputError(f"workers must be >= 1 (got {workers})", field="--workers")
+    opts = options or SolverOptions()
+    rounds = instance.params.num_rounds if num_rounds is None else num_rounds
+
+    start = time.perf_counter()
+    parts = pop_parts(instance, k, seed)
+    setup_s = time.perf_counter() - start
+    width = workers if workers is not None else min(k, os.cpu_count() or 1)
+    start = time.perf_counter()
+    run = _run_ray if backend == "ray" else _run_local
+    results = run(formulation_name, parts, opts, width)
+    solve_s = time.perf_counter() - start
+    start = time.perf_counter()
+    solution = _combine(form, instance, parts, results, rounds)
+    combine_s = time.perf_counter() - start
+    solution.timings = Timings(build_s=setup_s, solve_s=solve_s, extract_s=combine_s)
+
+    pairs_total = sum(len(job.colocated_throughput or {}) for job in instance.jobs) // 2
+    pop: dict[str, Any] = {
+        "partitions": k, "seed": seed, "backend": backend, "workers": width,
+        "jobs": [len(part.job_ids) for part in parts],
+        "gpus": [part.gpus for part in parts],
+        "pairs_total": pairs_total,
+        "pairs_kept": sum(sum(len(job.colocated_throughput or {})
+                              for job in part.instance.jobs) // 2 for part in parts),
+        "status": [sub.status.value for sub, _ in results],
+        "objective": [sub.objective for sub, _ in results],
+        "seconds": [seconds for _, seconds in results],
+        "critical_path_s": setup_s + max(seconds for _, seconds in results) + combine_s,
+    }
+    if exact_objective is not None and solution.objective is not None and exact_objective:
+        pop["exact_objective"] = exact_objective
+        pop["ratio_to_exact"] = solution.objective / exact_objective
+    solution.metrics["pop"] = pop
+    if run_check and solution.status.has_solution:
+        start = time.perf_counter()
+        solution.violations = check(instance, solution)
+        solution.timings.check_s = time.perf_counter() - start
+        for violation in solution.violations:
+            log.error("checker: %s", violation)
+    return solution
