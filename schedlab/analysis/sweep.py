@@ -117,10 +117,12 @@ class WorkloadSpec:
     drawn with the run's seed, arrivals rescaled to the run's rate when it is given.
     ``kind="instance"``: the jobs of an instance file
     (:class:`~schedlab.workloads.instance_jobs.InstanceFile`, the same for every seed; ``cluster``
-    then repeats the effective pools, the file's or the override's).
+    then repeats the effective pools, the file's or the override's).  ``kind="titan"`` and
+    ``kind="hare"``: Titan's and Hare's generated workloads on ``cluster``, as the simulator
+    runs them (:mod:`schedlab.analysis.paper_workloads`).
     """
 
-    kind: Literal["gavel", "shockwave", "trace", "instance"] = "gavel"
+    kind: Literal["gavel", "shockwave", "trace", "instance", "titan", "hare"] = "gavel"
     num_jobs: int | None = 100
     cluster: tuple[tuple[str, int], ...] = (("v100", 36), ("p100", 36), ("k80", 36))
     trace_path: str | None = None
@@ -171,6 +173,12 @@ class WorkloadSpec:
             if self.instance_file is None:
                 raise InputError("an instance workload needs a file", field="--workload")
             instance = self.instance_file.build(self.num_jobs, jobs_per_hour)
+        elif self.kind in ("titan", "hare"):
+            from schedlab.analysis import paper_workloads
+
+            make = (paper_workloads.titan_workload if self.kind == "titan"
+                    else paper_workloads.hare_workload)
+            instance = make(self.num_jobs, self.cluster_dict, seed, jobs_per_hour, round_s)
         else:
             raise InputError(f"unknown workload kind {self.kind!r}", field="--workload")
         if round_s is not None and instance.params.round_s != round_s:
@@ -291,6 +299,15 @@ def simulate_run(spec: RunSpec) -> RunOutput:
 
 def _execute(spec: RunSpec, out_dir: str, fmt: str, runner: Runner) -> tuple[str, float]:
     """Run one spec and write its result file; returns (path, wall seconds).  In a worker."""
+    frame, wall = run_one(spec, runner)
+    path = Path(out_dir) / f"{spec.key}.{fmt}"
+    write_frame_atomic(frame, path)
+    return str(path), wall
+
+
+def run_one(spec: RunSpec, runner: Runner = simulate_run) -> tuple[pd.DataFrame, float]:
+    """Run one spec; returns (its result table, wall seconds).  The table is what the run's
+    result file holds: the per-job rows plus the run-level columns (module docstring)."""
     t0 = time.perf_counter()
     output = runner(spec)
     wall = time.perf_counter() - t0
@@ -307,9 +324,7 @@ def _execute(spec: RunSpec, out_dir: str, fmt: str, runner: Runner) -> tuple[str
     frame[metrics.RUN_BUSY_GPU_SECONDS] = (math.nan if output.busy_gpu_seconds is None
                                            else output.busy_gpu_seconds)
     frame["run_wall_s"] = wall
-    path = Path(out_dir) / f"{spec.key}.{fmt}"
-    write_frame_atomic(frame, path)
-    return str(path), wall
+    return frame, wall
 
 
 def write_frame_atomic(frame: pd.DataFrame, path: str | Path) -> None:
@@ -404,31 +419,12 @@ def run_sweep(
     """
     if workers < 1:
         raise InputError(f"workers must be >= 1, got {workers}", field="--workers")
-    keys = [spec.key for spec in specs]
-    duplicates = {k for k in keys if keys.count(k) > 1}
-    if duplicates:
-        raise InputError(f"the sweep lists run(s) twice: {', '.join(sorted(duplicates))}")
-    suffix = result_format(fmt)
-    folder = Path(out_dir)
-    if folder.exists() and not folder.is_dir():
-        raise InputError("is a file; the sweep needs a folder", file=str(folder))
-    folder.mkdir(parents=True, exist_ok=True)
-    report = SweepReport(out_dir=folder)
-    pending: list[RunSpec] = []
-    for spec in specs:
-        found = existing_result(folder, spec)
-        if found is not None:
-            report.skipped.append(spec)
-            report.files[spec.key] = found
-        else:
-            pending.append(spec)
-    if report.skipped:
-        log.info("%d of %d runs already have result files in %s; skipping them",
-                 len(report.skipped), len(specs), folder)
+    report, pending, suffix = prepare_sweep(specs, out_dir, fmt)
     if not pending:
         return report
+    folder = report.out_dir
 
-    bar = _progress_bar(progress)
+    bar = progress_bar(progress)
     task = bar.add_task(description, total=len(specs), completed=len(report.skipped))
 
     def finished(spec: RunSpec, path: str, wall: float) -> None:
@@ -469,7 +465,39 @@ def run_sweep(
     return report
 
 
-def _progress_bar(enabled: bool) -> Any:
+def prepare_sweep(specs: Sequence[RunSpec], out_dir: str | Path, fmt: ResultFormat = "auto"
+                  ) -> tuple[SweepReport, list[RunSpec], str]:
+    """Check the specs, make the output folder, find the finished runs.
+
+    Returns (a report listing the runs found done, the runs still to do, the result file
+    suffix).  Raises :class:`InputError` for a run listed twice or a folder that is a file.
+    """
+    keys = [spec.key for spec in specs]
+    duplicates = {k for k in keys if keys.count(k) > 1}
+    if duplicates:
+        raise InputError(f"the sweep lists run(s) twice: {', '.join(sorted(duplicates))}")
+    suffix = result_format(fmt)
+    folder = Path(out_dir)
+    if folder.exists() and not folder.is_dir():
+        raise InputError("is a file; the sweep needs a folder", file=str(folder))
+    folder.mkdir(parents=True, exist_ok=True)
+    report = SweepReport(out_dir=folder)
+    pending: list[RunSpec] = []
+    for spec in specs:
+        found = existing_result(folder, spec)
+        if found is not None:
+            report.skipped.append(spec)
+            report.files[spec.key] = found
+        else:
+            pending.append(spec)
+    if report.skipped:
+        log.info("%d of %d runs already have result files in %s; skipping them",
+                 len(report.skipped), len(specs), folder)
+    return report, pending, suffix
+
+
+def progress_bar(enabled: bool) -> Any:
+    """A rich progress bar on stderr (disabled: a no-op with the same interface)."""
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -576,8 +604,11 @@ __all__ = [
     "load_results",
     "parse_cluster_spec",
     "plan_runs",
+    "prepare_sweep",
+    "progress_bar",
     "read_frame",
     "result_format",
+    "run_one",
     "run_sweep",
     "simulate_run",
     "summarize_runs",
