@@ -17,6 +17,7 @@ Reports (tables) go to stdout through rich; logging goes to stderr.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import logging
 import math
@@ -30,6 +31,7 @@ from rich.console import Console
 from rich.table import Table
 
 from schedlab import __version__
+from schedlab.analysis.sweep_cli import add_sweep_command
 from schedlab.defaults import UNFAIR_THRESHOLD
 from schedlab.errors import InputError, SchedlabError
 
@@ -149,6 +151,16 @@ def build_parser() -> argparse.ArgumentParser:
                        "1.2 s solve; docs/cli.md)")
     solve.add_argument("-o", "--out", metavar="SOL.json",
                        help="write the Solution as JSON (atomically) to this file")
+    solve.add_argument("--partitions", type=int, default=1, metavar="K",
+                       help="POP: split the jobs into K random parts with 1/K of every GPU "
+                       "type, solve them apart and concatenate (Gavel policies; default 1: "
+                       "the exact solve; docs/pop.md)")
+    solve.add_argument("--workers", type=int, metavar="N",
+                       help="POP: parallel part solves (default min(K, CPUs); 1: one by one)")
+    solve.add_argument("--pop-backend", choices=("local", "ray"), default="local",
+                       help="POP: a local process pool (default) or Ray")
+    solve.add_argument("--pop-seed", type=int, default=0, metavar="S",
+                       help="POP: seed of the random partition (default 0)")
     solve.set_defaults(handler=_cmd_solve)
 
     validate = sub.add_parser("validate", parents=[common], help="validate instance files",
@@ -186,13 +198,20 @@ def build_parser() -> argparse.ArgumentParser:
     saturn.add_argument("--instance", action="append", metavar="FILE",
                         help="instance file (repeatable; default: the model-selection 1x8 "
                         "and 2x8 instances of instances/saturn/)")
-    saturn.add_argument("--time-limit", type=_positive_float, default=10.0, metavar="S",
-                        help="time limit of each MILP solve, seconds (default: 10)")
+    saturn.add_argument("--out", metavar="DIR",
+                        help="also write saturn.md, .csv, .tex and saturn.manifest.json to "
+                        "this folder (created if missing)")
+    saturn.add_argument("--quick", action="store_true",
+                        help="a small table: the three-jobs instance, 1 seed, MILPs capped at "
+                        "5 s, re-solves at 0.5 s")
+    saturn.add_argument("--time-limit", type=_positive_float, metavar="S",
+                        help="time limit of each MILP solve, seconds (default: 10; --quick: "
+                        "5)")
     saturn.add_argument("--sigma", type=_nonnegative_float, default=0.2, metavar="SIGMA",
                         help="runtime noise: true = estimate x lognormal(0, SIGMA) per job "
                         "(default: 0.2)")
-    saturn.add_argument("--seeds", type=_positive_int, default=3, metavar="N",
-                        help="noise seeds 0..N-1 (default: 3)")
+    saturn.add_argument("--seeds", type=_positive_int, metavar="N",
+                        help="noise seeds 0..N-1 (default: 3; --quick: 1)")
     saturn.add_argument("--restart-cost", type=_nonnegative_float, default=60.0, metavar="S",
                         help="seconds to resume a checkpointed job, written into every "
                         "realized instance (default: 60)")
@@ -224,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="which file format")
     schema.set_defaults(handler=_cmd_schema)
     _add_simulation_commands(sub, common)
+    add_sweep_command(sub, common)
     _add_profiling_commands(sub, common)
     return parser
 
@@ -328,17 +348,20 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     log.info("loaded %s: %d jobs in %.3f s", args.file, len(instance.jobs), load_s)
 
     try:
-        solution = solve(
-            instance,
-            args.formulation,
-            solver=args.solver,
-            time_limit=args.time_limit,
-            mip_gap=args.mip_gap,
-            threads=args.threads,
-            lp_method=args.lp_method,
-            verbose=args.verbose,
-            num_rounds=args.rounds,
-        )
+        if args.partitions != 1:
+            solution = _solve_pop(args, instance)
+        else:
+            solution = solve(
+                instance,
+                args.formulation,
+                solver=args.solver,
+                time_limit=args.time_limit,
+                mip_gap=args.mip_gap,
+                threads=args.threads,
+                lp_method=args.lp_method,
+                verbose=args.verbose,
+                num_rounds=args.rounds,
+            )
     except InputError as exc:
         # a formulation refusing the instance names a field of it (jobs[3].regimes), not
         # the file: say which file
@@ -363,6 +386,22 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         _print_violations(console, solution.violations)
         return EXIT_FAILURE
     return EXIT_OK if solution.status.has_solution else EXIT_FAILURE
+
+
+def _solve_pop(args: argparse.Namespace, instance: Any) -> Any:
+    """``solve --partitions K``: :func:`schedlab.formulations.gavel.pop.solve_pop`."""
+    from schedlab.formulations.gavel.pop import solve_pop
+    from schedlab.solvers import SolverOptions
+
+    options = SolverOptions(
+        solver=args.solver,
+        time_limit_s=args.time_limit if args.time_limit is not None
+        else instance.params.time_limit_s,
+        mip_gap=args.mip_gap if args.mip_gap is not None else instance.params.mip_gap,
+        threads=args.threads, lp_method=args.lp_method, verbose=args.verbose)
+    return solve_pop(instance, args.formulation, args.partitions, seed=args.pop_seed,
+                     workers=args.workers, backend=args.pop_backend, options=options,
+                     num_rounds=args.rounds)
 
 
 def _one_line_result(solution: Any) -> str:
@@ -628,15 +667,21 @@ def _replay_schema() -> dict[str, Any]:
 
 
 def _cmd_tables_saturn(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from schedlab.analysis.tables import saturn as st
 
+    started = datetime.datetime.now(datetime.UTC)
+    out = _table_out(args) if args.out else None
+    base = st.quick_settings() if args.quick else st.TableSettings()
     instances = (st.load_instances(args.instance) if args.instance
-                 else st.default_instances())
-    settings = st.TableSettings(time_limit_s=args.time_limit, sigma=args.sigma,
-                                seeds=tuple(range(args.seeds)),
-                                restart_cost_s=args.restart_cost)
+                 else st.quick_instances() if args.quick else st.default_instances())
+    settings = replace(base, time_limit_s=args.time_limit or base.time_limit_s,
+                       sigma=args.sigma,
+                       seeds=tuple(range(args.seeds)) if args.seeds else base.seeds,
+                       restart_cost_s=args.restart_cost)
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=Console(stderr=True),
                         disable=args.quiet, transient=True)
@@ -648,6 +693,10 @@ def _cmd_tables_saturn(args: argparse.Namespace) -> int:
 
         rows = st.saturn_table(instances, settings, on_step=step)
     _console().print(st.render(rows, settings))
+    if out is not None:
+        written = st.write_outputs(rows, settings, out, command=args.command_line,
+                                   started=started)
+        _console().print("wrote " + ", ".join(str(p) for p in written), markup=False)
     return EXIT_FAILURE if any("violation" in row.note for row in rows) else EXIT_OK
 
 
@@ -660,8 +709,8 @@ def _add_shockwave_table(which: Any, common: argparse.ArgumentParser) -> None:
         help="Shockwave: makespan, JCT and fairness of policies on its 120-job trace",
         description="Simulate Shockwave's 120-job trace on 32 V100s (120 s rounds) under "
         "Shockwave, OSSP, Themis, Gavel, AlloX, MST and Gandiva-fair for several seeds; "
-        "write shockwave.md, shockwave.csv and shockwave.png to --out. Finished simulations "
-        "are kept in OUT/cells/ and reused by a re-run. See docs/reproduction.md.")
+        "write shockwave.md, .csv, .tex, .png and shockwave.manifest.json to --out. Finished "
+        "simulations are kept in OUT/cells/ and reused by a re-run. See docs/reproduction.md.")
     shockwave.add_argument("--out", required=True, metavar="DIR",
                            help="output folder (created if missing)")
     shockwave.add_argument("--quick", action="store_true",
@@ -705,6 +754,7 @@ def _run_table(args: argparse.Namespace, module: Any, build: Callable[..., Any],
     print its Markdown (unless ``--quiet``) and the files written."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    started = datetime.datetime.now(datetime.UTC)
     stderr = Console(stderr=True)
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=stderr,
@@ -716,7 +766,7 @@ def _run_table(args: argparse.Namespace, module: Any, build: Callable[..., Any],
             progress.update(task, advance=1, description=done)
 
         table = build(settings, out, on_cell=step)
-    written = module.write_outputs(table, out)
+    written = module.write_outputs(table, out, command=args.command_line, started=started)
     if not args.quiet:
         sys.stdout.write(module.render_markdown(table))
     _console().print("wrote " + ", ".join(str(p) for p in written), markup=False)
@@ -745,7 +795,8 @@ def _add_titan_table(which: Any, common: argparse.ArgumentParser) -> None:
         description="Simulate Titan fine-tuning workloads on 64 GPUs in Titan's world (switch "
         "costs, elastic GPU counts, merged pairs) under SRTF, Tiresias (2 queues, 4 GPU-h), "
         "Titan without the task merger, without the pipelined switch, and Titan, for several "
-        "seeds and densities; write titan.md, titan.csv and titan_density.png to --out. "
+        "seeds and densities; write titan.md, .csv, .tex, titan_density.png and "
+        "titan.manifest.json to --out. "
         "Finished simulations are kept in OUT/cells/ and reused. See docs/reproduction.md.")
     titan.add_argument("--out", required=True, metavar="DIR",
                        help="output folder (created if missing)")
@@ -797,8 +848,8 @@ def _add_hare_table(which: Any, common: argparse.ArgumentParser) -> None:
         description="Solve Hare workloads (100/200/300 jobs on 160 GPUs, and 200 jobs on 80 "
         "to 240 GPUs) with hare.greedy, hare.sched_homo and hare.sched_allox, and simulate "
         "Gavel max-min fairness, Tiresias and tiresias_aware (online heterogeneity-aware "
-        "LAS) on the same jobs as gangs; write hare.md, "
-        "hare.csv, hare_jobs.png, hare_gpus.png and hare_jct_cdf.png to --out. Finished "
+        "LAS) on the same jobs as gangs; write hare.md, .csv, .tex, "
+        "hare_jobs.png, hare_gpus.png, hare_jct_cdf.png and hare.manifest.json to --out. Finished "
         "cells are kept in OUT/cells/ and reused. See docs/reproduction.md.")
     hare.add_argument("--out", required=True, metavar="DIR",
                       help="output folder (created if missing)")
@@ -1241,6 +1292,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_INPUT
+    args.command_line = ["schedlab", *(sys.argv[1:] if argv is None else argv)]
     _configure_logging(args.verbose, args.quiet)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:

@@ -46,6 +46,7 @@ per-job JCTs C_j - r_j of all seeds at ``sweep_jobs`` jobs on the default cluste
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import logging
@@ -59,14 +60,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from schedlab.analysis.tables.cells import (
-    code_digest,
-    file_safe,
-    mean_std,
-    ratio,
-    run_cached,
-    write_markdown_and_csv,
-)
+from schedlab.analysis.tables import output
+from schedlab.analysis.tables.cells import code_digest, file_safe, mean_std, ratio, run_cached
+from schedlab.analysis.tables.output import Block, Document, Heading, pm
 from schedlab.atomic import write_bytes_atomic
 from schedlab.errors import InputError
 from schedlab.instance import Instance
@@ -90,8 +86,11 @@ REFERENCE = "hare.greedy"
 SEED_REDUCTION_PCT = (47.6, 75.3)
 DEFAULT_SEEDS: tuple[int, ...] = (0, 1, 2)
 DEFAULT_CLUSTER: Mapping[str, int] = {"k80": 64, "p100": 48, "v100": 48}
-MARKDOWN_NAME = "hare.md"
-CSV_NAME = "hare.csv"
+STEM = "hare"
+MARKDOWN_NAME = f"{STEM}.md"
+CSV_NAME = f"{STEM}.csv"
+LATEX_NAME = f"{STEM}.tex"
+MANIFEST_NAME = f"{STEM}{output.MANIFEST_SUFFIX}"
 JOBS_PLOT_NAME = "hare_jobs.png"
 GPUS_PLOT_NAME = "hare_gpus.png"
 CDF_PLOT_NAME = "hare_jct_cdf.png"
@@ -488,32 +487,26 @@ def to_frame(table: HareTable) -> pd.DataFrame:
     return frame
 
 
-def _pm(mean: float, std: float, scale: float, spec: str, seeds: int) -> str:
-    if math.isnan(mean):
-        return "-"
-    text = format(mean * scale, spec)
-    return f"{text} ± {format(std * scale, spec)}" if seeds > 1 else text
-
-
-def _sweep_lines(table: HareTable, pairs: Sequence[tuple[int, int]], head: str,
-                 column: Callable[[int, int], str]) -> list[str]:
+def _sweep_parts(table: HareTable, pairs: Sequence[tuple[int, int]], head: str,
+                 column: Callable[[int, int], str]) -> list[Heading | Block]:
+    """A heading and one block: a row per scheme, a column per (jobs, GPUs) workload."""
     cfg = table.settings
     seeds = len(cfg.seeds)
-    lines = ["| scheme | " + " | ".join(column(n, g) for n, g in pairs) + " |",
-             "|---|" + "---:|" * len(pairs)]
+    rows: list[list[str]] = []
     for label, _, name, _ in cfg.schemes:
-        cells = []
+        cells = [label]
         for n, g in pairs:
             row = next(r for r in table.at(n, g) if r.scheme == name)
-            text = _pm(row.mean["weighted_jct_s"], row.std["weighted_jct_s"],
-                       1 / MINUTE_S, ".0f", seeds)
+            text = pm(row.mean["weighted_jct_s"], row.std["weighted_jct_s"], ".0f",
+                      1 / MINUTE_S, seeds)
             if name != REFERENCE:
-                cut = _pm(row.mean["hare_reduction"], row.std["hare_reduction"], 100.0,
-                          ".1f", seeds)
+                cut = pm(row.mean["hare_reduction"], row.std["hare_reduction"], ".1f", 100.0,
+                         seeds)
                 text += f" ({cut}%)"
             cells.append(text)
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return [f"## {head}", "", *lines, ""]
+        rows.append(cells)
+    header = ["scheme", *(column(n, g) for n, g in pairs)]
+    return [Heading(head), Block(header=header, rows=rows)]
 
 
 def reduction_range(table: HareTable) -> tuple[float, float] | None:
@@ -524,14 +517,13 @@ def reduction_range(table: HareTable) -> tuple[float, float] | None:
     return (min(values), max(values)) if values else None
 
 
-def render_markdown(table: HareTable) -> str:
-    """``hare.md``: what was run, the job-count and GPU-count tables, the reductions."""
+def document(table: HareTable) -> Document:
+    """The table's text (Markdown and LaTeX): what was run, the job-count and GPU-count
+    tables, the reductions."""
     cfg = table.settings
     seeds = len(cfg.seeds)
     spread = f"mean ± sample std over {seeds} seeds" if seeds > 1 else "one seed"
-    lines = [
-        "# Hare: total weighted JCT on heterogeneous GPUs",
-        "",
+    parts: list[str | Heading | Block] = [
         f"Ran: {cfg.describe()}. Hare = `hare.greedy` (LP order, grid eps {cfg.lp_eps:g}); "
         "Sched_Homo and Sched_Allox are offline list schedules of the same instance; Gavel "
         "(max-min fairness), Tiresias (2D-LAS, two queues at 3200 GPU-s, type-blind) and "
@@ -541,26 +533,30 @@ def render_markdown(table: HareTable) -> str:
         "a round's tasks run together on one type). Cells: total weighted JCT "
         "sum_j w_j (C_j - r_j) in minutes, and in brackets Hare's reduction "
         f"1 - Hare / scheme on the same workload; {spread}.",
-        "",
     ]
     by_jobs = [(n, cfg.base_gpus) for n in cfg.jobs]
-    lines += _sweep_lines(table, by_jobs, f"By job count, {cfg.base_gpus} GPUs",
+    parts += _sweep_parts(table, by_jobs, f"By job count, {cfg.base_gpus} GPUs",
                           lambda n, _: f"{n} jobs")
     by_gpus = [(cfg.sweep_jobs, g) for g in cfg.gpus]
-    lines += _sweep_lines(table, by_gpus, f"By GPU count, {cfg.sweep_jobs} jobs",
+    parts += _sweep_parts(table, by_gpus, f"By GPU count, {cfg.sweep_jobs} jobs",
                           lambda _, g: f"{g} GPUs")
     span = reduction_range(table)
     low, high = SEED_REDUCTION_PCT
     if span is not None:
-        lines += [f"Hare's mean reduction of the weighted JCT over the other schemes ranges "
-                  f"from {100 * span[0]:.1f}% to {100 * span[1]:.1f}% over these workloads "
-                  f"(the seed reports {low}-{high}%)."]
+        parts.append(f"Hare's mean reduction of the weighted JCT over the other schemes "
+                     f"ranges from {100 * span[0]:.1f}% to {100 * span[1]:.1f}% over these "
+                     f"workloads (the seed reports {low}-{high}%).")
     unfinished = sum(r.unfinished for r in table.rows)
     if unfinished:
-        lines += ["", f"{unfinished} job(s) did not finish (their cells show '-')."]
-    lines += ["", f"JCT CDF at {cfg.sweep_jobs} jobs on {cfg.base_gpus} GPUs: "
-              f"{CDF_PLOT_NAME}; sweeps: {JOBS_PLOT_NAME}, {GPUS_PLOT_NAME}."]
-    return "\n".join(lines) + "\n"
+        parts.append(f"{unfinished} job(s) did not finish (their cells show '-').")
+    parts.append(f"JCT CDF at {cfg.sweep_jobs} jobs on {cfg.base_gpus} GPUs: "
+                 f"{CDF_PLOT_NAME}; sweeps: {JOBS_PLOT_NAME}, {GPUS_PLOT_NAME}.")
+    return Document(title="Hare: total weighted JCT on heterogeneous GPUs", parts=parts)
+
+
+def render_markdown(table: HareTable) -> str:
+    """``hare.md``: :func:`document` as Markdown."""
+    return output.render_markdown(document(table))
 
 
 def _plot_sweep(table: HareTable, pairs: Sequence[tuple[int, int]], xs: Sequence[int],
@@ -611,17 +607,21 @@ def plot_cdf(table: HareTable, path: Path) -> Path:
         plt.close(fig)
 
 
-def write_outputs(table: HareTable, out_dir: str | Path) -> list[Path]:
-    """Write ``hare.md``, ``hare.csv`` and the three PNGs (each atomically)."""
+def write_outputs(table: HareTable, out_dir: str | Path, *,
+                  command: Sequence[str] | None = None,
+                  started: dt.datetime | None = None) -> list[Path]:
+    """Write ``hare.md``, ``.csv``, ``.tex``, the three PNGs and ``hare.manifest.json``
+    (each atomically; :mod:`~schedlab.analysis.tables.output`)."""
     cfg = table.settings
     folder = Path(out_dir)
-    written = write_markdown_and_csv(folder, MARKDOWN_NAME, render_markdown(table), CSV_NAME,
-                                     to_frame(table))
+    written = output.write_table_files(folder, STEM, document(table), to_frame(table))
     written.append(_plot_sweep(table, [(n, cfg.base_gpus) for n in cfg.jobs], cfg.jobs,
                                "jobs", f"{cfg.base_gpus} GPUs", folder / JOBS_PLOT_NAME))
     written.append(_plot_sweep(table, [(cfg.sweep_jobs, g) for g in cfg.gpus], cfg.gpus,
                                "GPUs", f"{cfg.sweep_jobs} jobs", folder / GPUS_PLOT_NAME))
     written.append(plot_cdf(table, folder / CDF_PLOT_NAME))
+    written.append(output.write_manifest(folder, STEM, written, seeds=cfg.seeds,
+                                         settings=cfg, command=command, started=started))
     return written
 
 

@@ -26,15 +26,19 @@ violations would be counted in the row's note.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import pandas as pd
 from rich.table import Table
 
+from schedlab.analysis.tables import output
+from schedlab.analysis.tables.output import Block, Document, pm
 from schedlab.check import check
 from schedlab.errors import InputError
 from schedlab.formulations.saturn.data import lower_bound, saturn_data
@@ -59,13 +63,24 @@ PLAN_METHODS: tuple[tuple[str, str], ...] = (
     ("disjunctive MILP", "saturn.disjunctive"),
     ("time-indexed MILP", "saturn.time_indexed"),
 )
+#: Instance of the ``--quick`` table (of :func:`~schedlab.workloads.saturn.example_instances`).
+QUICK_INSTANCES = ("three-jobs.json",)
+#: Output files in the ``--out`` folder.
+STEM = "saturn"
+MARKDOWN_NAME = f"{STEM}.md"
+CSV_NAME = f"{STEM}.csv"
+LATEX_NAME = f"{STEM}.tex"
+MANIFEST_NAME = f"{STEM}{output.MANIFEST_SUFFIX}"
 #: Rows executed under noise, in row order.
 NOISY_METHODS = ("current practice", "time-indexed, static", "introspective")
 
 
 @dataclass(frozen=True)
 class SaturnRow:
-    """One row of the table (times in s, reductions and gaps as fractions)."""
+    """One row of the table (times in s, reductions and gaps as fractions).
+
+    For a noisy row ``makespan_s`` is the mean over the seeds and ``makespan_std_s`` their
+    sample standard deviation (0 for one seed and for the plans on the estimates)."""
 
     instance: str
     method: str
@@ -77,6 +92,7 @@ class SaturnRow:
     seeds: int
     reduction_vs_current: float
     note: str = ""
+    makespan_std_s: float = 0.0
 
     @property
     def gap(self) -> float:
@@ -111,6 +127,19 @@ def default_instances() -> list[Instance]:
 
     examples = example_instances()
     return [examples[name] for name in DEFAULT_INSTANCES]
+
+
+def quick_instances() -> list[Instance]:
+    """The ``--quick`` instance: three jobs on 4 GPUs (``instances/saturn/three-jobs.json``)."""
+    from schedlab.workloads.saturn import example_instances
+
+    examples = example_instances()
+    return [examples[name] for name in QUICK_INSTANCES]
+
+
+def quick_settings() -> TableSettings:
+    """The ``--quick`` table's settings: MILPs capped at 5 s, re-solves at 0.5 s, one seed."""
+    return TableSettings(time_limit_s=5.0, seeds=(0,), resolve_time_limit_s=0.5)
 
 
 def load_instances(paths: Sequence[str | Path]) -> list[Instance]:
@@ -218,10 +247,12 @@ def _instance_rows(
     for method in NOISY_METHODS:
         status, solve_s, note = extra[method]
         span = statistics.fmean(noisy[method])
+        spread = statistics.stdev(noisy[method]) if n > 1 else 0.0
         rows.append(SaturnRow(
             instance=instance.name, method=method, makespan_s=span, lower_bound_s=mean_bound,
             solve_s=solve_s, status=status, noise_sigma=cfg.sigma, seeds=n,
-            reduction_vs_current=1 - span / practice if practice else 0.0, note=note))
+            reduction_vs_current=1 - span / practice if practice else 0.0, note=note,
+            makespan_std_s=spread))
     return rows
 
 
@@ -257,7 +288,7 @@ def render(rows: Sequence[SaturnRow], settings: TableSettings | None = None) -> 
             row.instance if row.instance != previous else "",
             row.method,
             f"σ={row.noise_sigma:g}" if row.noise_sigma else "-",
-            f"{row.makespan_s:,.1f}",
+            pm(row.makespan_s, row.makespan_std_s, ",.1f", 1.0, row.seeds),
             f"{row.lower_bound_s:,.1f}",
             f"{100 * row.gap:.1f}",
             f"{row.solve_s:.2f}",
@@ -267,3 +298,59 @@ def render(rows: Sequence[SaturnRow], settings: TableSettings | None = None) -> 
         )
         previous = row.instance
     return table
+
+
+# ------------------------------------------------------------------------------ outputs
+
+#: CSV columns, in order (times in s, gap and reduction as fractions).
+CSV_COLUMNS: tuple[str, ...] = (
+    "instance", "method", "noise_sigma", "seeds", "makespan_s", "makespan_std_s",
+    "lower_bound_s", "gap", "solve_s", "status", "reduction_vs_current", "note",
+)
+
+
+def to_frame(rows: Sequence[SaturnRow]) -> pd.DataFrame:
+    """The CSV: one line per row; a noisy row's makespan is the mean over its seeds with the
+    sample std beside it (``makespan_std_s``)."""
+    return pd.DataFrame([{**asdict(row), "gap": row.gap} for row in rows],
+                        columns=list(CSV_COLUMNS))
+
+
+def document(rows: Sequence[SaturnRow], settings: TableSettings | None = None) -> Document:
+    """The table's text (Markdown and LaTeX): what was run and one block of every row
+    (noisy rows: makespan mean ± sample std over the seeds)."""
+    cfg = settings or TableSettings()
+    seeds = len(cfg.seeds)
+    intro = (f"Makespan per method (MILP limit {cfg.time_limit_s:g} s). Plans use the "
+             f"estimated runtimes; noisy rows execute with runtime × lognormal(0, "
+             f"{cfg.sigma:g}), restart cost {cfg.restart_cost_s:g} s, "
+             + (f"mean ± sample std over {seeds} seeds. " if seeds > 1 else "one seed. ")
+             + "reduction % = 1 - makespan / current practice's (plans: on the estimates; "
+             "noisy rows: current practice executed under the same noise, ratio of the "
+             "means); gap % = (makespan - lower bound) / makespan.")
+    cells = [[row.instance, row.method, f"σ={row.noise_sigma:g}" if row.noise_sigma else "-",
+              pm(row.makespan_s, row.makespan_std_s, ",.1f", 1.0, row.seeds),
+              f"{row.lower_bound_s:,.1f}", f"{100 * row.gap:.1f}", f"{row.solve_s:.2f}",
+              row.status, f"{100 * row.reduction_vs_current:.1f}", row.note]
+             for row in rows]
+    header = ["instance", "method", "noise", "makespan (s)", "lower bound (s)", "gap %",
+              "solve (s)", "status", "reduction %", "note"]
+    return Document(title="Saturn (VLDB'24): makespan of every SPASE method",
+                    parts=[intro, Block(header=header, rows=cells, align="llrrrrrlrl")])
+
+
+def render_markdown(rows: Sequence[SaturnRow], settings: TableSettings | None = None) -> str:
+    """``saturn.md``: :func:`document` as Markdown."""
+    return output.render_markdown(document(rows, settings))
+
+
+def write_outputs(rows: Sequence[SaturnRow], settings: TableSettings, out_dir: str | Path, *,
+                  command: Sequence[str] | None = None,
+                  started: dt.datetime | None = None) -> list[Path]:
+    """Write ``saturn.md``, ``.csv``, ``.tex`` and ``saturn.manifest.json`` (each
+    atomically; :mod:`~schedlab.analysis.tables.output`)."""
+    folder = Path(out_dir)
+    written = output.write_table_files(folder, STEM, document(rows, settings), to_frame(rows))
+    written.append(output.write_manifest(folder, STEM, written, seeds=settings.seeds,
+                                         settings=settings, command=command, started=started))
+    return written

@@ -41,6 +41,7 @@ computed from the cached records each time, never cached themselves.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import logging
@@ -55,14 +56,9 @@ import numpy as np
 import pandas as pd
 
 from schedlab.analysis import metrics
-from schedlab.analysis.tables.cells import (
-    code_digest,
-    file_safe,
-    mean_std,
-    ratio,
-    run_cached,
-    write_markdown_and_csv,
-)
+from schedlab.analysis.tables import output
+from schedlab.analysis.tables.cells import code_digest, file_safe, mean_std, ratio, run_cached
+from schedlab.analysis.tables.output import Block, Document, pm
 from schedlab.atomic import write_bytes_atomic
 from schedlab.errors import InputError, UnknownNameError
 from schedlab.instance import Instance
@@ -95,8 +91,11 @@ METRICS: tuple[tuple[str, str], ...] = (
     ("unfair_fraction", "unfair fraction"),
 )
 #: Output file names in the ``--out`` folder.
-MARKDOWN_NAME = "shockwave.md"
-CSV_NAME = "shockwave.csv"
+STEM = "shockwave"
+MARKDOWN_NAME = f"{STEM}.md"
+CSV_NAME = f"{STEM}.csv"
+LATEX_NAME = f"{STEM}.tex"
+MANIFEST_NAME = f"{STEM}{output.MANIFEST_SUFFIX}"
 PLOT_NAME = "shockwave.png"
 CELLS_FOLDER = "cells"
 #: Bump when the cell file's layout changes (old files are then ignored).
@@ -542,13 +541,6 @@ def to_frame(table: ShockwaveTable) -> pd.DataFrame:
     return frame
 
 
-def _pm(mean: float, std: float, spec: str, scale: float = 1.0, seeds: int = 1) -> str:
-    if math.isnan(mean):
-        return "-"
-    text = format(mean * scale, spec)
-    return f"{text} ± {format(std * scale, spec)}" if seeds > 1 else text
-
-
 #: Markdown columns: (metric key, header, scale, format).
 _SHOWN: tuple[tuple[str, str, float, str], ...] = (
     ("makespan_s", "makespan (h)", 1 / HOUR_S, ".2f"),
@@ -558,14 +550,13 @@ _SHOWN: tuple[tuple[str, str, float, str], ...] = (
 )
 
 
-def render_markdown(table: ShockwaveTable) -> str:
-    """``shockwave.md``: a title, what was run, and the table (mean ± std over seeds)."""
+def document(table: ShockwaveTable) -> Document:
+    """The table's text (Markdown and LaTeX): a title, what was run, and the table (mean ±
+    std over seeds)."""
     cfg = table.settings
     seeds = len(cfg.seeds)
     ref = table.ratio_header
-    lines = [
-        "# Shockwave (NSDI'23): policies on Shockwave's trace",
-        "",
+    parts: list[str | Block] = [
         f"Ran: {cfg.describe()}; continuous arrivals; each job follows its batch-size "
         "schedule (dynamic adaptation) as the simulator runs it. One simulation per (seed, "
         "policy). makespan = last finish - first arrival; avg JCT = mean of finish - arrival; "
@@ -576,30 +567,34 @@ def render_markdown(table: ShockwaveTable) -> str:
         + (f"Values are mean ± sample std over {seeds} seeds." if seeds > 1 else
            "One seed, no spread.")
         + " Wall = seconds of one simulation (mean over seeds).",
-        "",
     ]
     header = ["policy", *(h for _, h, _, _ in _SHOWN),
               *(f"{h.split(' (')[0]} / {table.reference[0] if table.reference else '-'}"
                 for _, h, _, _ in _SHOWN), "wall (s)", "note"]
-    lines.append("| " + " | ".join(header) + " |")
-    lines.append("|" + "|".join(["---"] + ["---:"] * (len(header) - 2) + ["---"]) + "|")
+    rows: list[list[str]] = []
     for row in table.policy_rows:
         if not row.available:
             cells = [row.label] + ["-"] * (2 * len(_SHOWN) + 1) + [NOT_AVAILABLE]
         else:
             cells = [row.label]
-            cells += [_pm(row.mean[k], row.std[k], spec, scale, row.seeds)
+            cells += [pm(row.mean[k], row.std[k], spec, scale, row.seeds)
                       for k, _, scale, spec in _SHOWN]
-            cells += [_pm(row.ratio_mean[k], row.ratio_std[k], ".2f", 1.0, row.seeds)
+            cells += [pm(row.ratio_mean[k], row.ratio_std[k], ".2f", 1.0, row.seeds)
                       for k, _, _, _ in _SHOWN]
             cells += [f"{row.wall_s_mean:.2f}", row.note]
-        lines.append("| " + " | ".join(cells) + " |")
+        rows.append(cells)
+    parts.append(Block(header=header, rows=rows, align="l" + "r" * (len(header) - 2) + "l"))
     if not table.reference_is_shockwave:
-        lines += ["", f"Ratios are to {ref}."]
+        parts.append(f"Ratios are to {ref}.")
     missing = [row.label for row in table.policy_rows if not row.available]
     if missing:
-        lines += ["", f"Not available (not registered): {', '.join(missing)}."]
-    return "\n".join(lines) + "\n"
+        parts.append(f"Not available (not registered): {', '.join(missing)}.")
+    return Document(title="Shockwave (NSDI'23): policies on Shockwave's trace", parts=parts)
+
+
+def render_markdown(table: ShockwaveTable) -> str:
+    """``shockwave.md``: :func:`document` as Markdown."""
+    return output.render_markdown(document(table))
 
 
 def plot_table(table: ShockwaveTable, path: str | Path, dpi: int = 120) -> Path:
@@ -629,9 +624,15 @@ def plot_table(table: ShockwaveTable, path: str | Path, dpi: int = 120) -> Path:
         plt.close(fig)
 
 
-def write_outputs(table: ShockwaveTable, out_dir: str | Path) -> list[Path]:
-    """Write ``shockwave.md``, ``shockwave.csv`` and ``shockwave.png`` (each atomically)."""
+def write_outputs(table: ShockwaveTable, out_dir: str | Path, *,
+                  command: Sequence[str] | None = None,
+                  started: dt.datetime | None = None) -> list[Path]:
+    """Write ``shockwave.md``, ``.csv``, ``.tex``, ``.png`` and ``shockwave.manifest.json``
+    (each atomically; :mod:`~schedlab.analysis.tables.output`)."""
     folder = Path(out_dir)
-    written = write_markdown_and_csv(folder, MARKDOWN_NAME, render_markdown(table), CSV_NAME,
-                                     to_frame(table))
-    return [*written, plot_table(table, folder / PLOT_NAME)]
+    written = output.write_table_files(folder, STEM, document(table), to_frame(table))
+    written.append(plot_table(table, folder / PLOT_NAME))
+    written.append(output.write_manifest(folder, STEM, written, seeds=table.settings.seeds,
+                                         settings=table.settings, command=command,
+                                         started=started))
+    return written

@@ -31,6 +31,7 @@ re-run; ``key`` digests the instance, the policy and its arguments, and the sour
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import logging
@@ -44,14 +45,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from schedlab.analysis.tables.cells import (
-    code_digest,
-    file_safe,
-    mean_std,
-    ratio,
-    run_cached,
-    write_markdown_and_csv,
-)
+from schedlab.analysis.tables import output
+from schedlab.analysis.tables.cells import code_digest, file_safe, mean_std, ratio, run_cached
+from schedlab.analysis.tables.output import Block, Document, Heading, pm
 from schedlab.atomic import write_bytes_atomic
 from schedlab.errors import InputError
 from schedlab.instance import Instance
@@ -75,8 +71,11 @@ PAPER_TABLE_H: Mapping[str, tuple[float, float]] = {
 }
 DEFAULT_SEEDS: tuple[int, ...] = (0, 1, 2)
 DENSITIES: tuple[float, ...] = (1.0, 1.5, 2.0)
-MARKDOWN_NAME = "titan.md"
-CSV_NAME = "titan.csv"
+STEM = "titan"
+MARKDOWN_NAME = f"{STEM}.md"
+CSV_NAME = f"{STEM}.csv"
+LATEX_NAME = f"{STEM}.tex"
+MANIFEST_NAME = f"{STEM}{output.MANIFEST_SUFFIX}"
 PLOT_NAME = "titan_density.png"
 CELLS_FOLDER = "cells"
 CELL_FORMAT = 1
@@ -387,59 +386,56 @@ def to_frame(table: TitanTable) -> pd.DataFrame:
     return frame
 
 
-def _pm(mean: float, std: float, scale: float, spec: str, seeds: int) -> str:
-    if math.isnan(mean):
-        return "-"
-    text = format(mean * scale, spec)
-    return f"{text} ± {format(std * scale, spec)}" if seeds > 1 else text
-
-
-def render_markdown(table: TitanTable) -> str:
-    """``titan.md``: what was run, the main table, the paper's numbers and the sweep."""
+def document(table: TitanTable) -> Document:
+    """The table's text (Markdown and LaTeX): what was run, the main table with the paper's
+    numbers, and the density sweep."""
     cfg = table.settings
     seeds = len(cfg.seeds)
     spread = (f"mean ± sample std over {seeds} seeds" if seeds > 1 else "one seed")
-    lines = [
-        "# Titan (SoCC'22): fine-tuning tasks on a shared cluster",
-        "",
+    parts: list[str | Heading | Block] = [
         f"Ran: {cfg.describe()}; every policy in Titan's world (elastic mode: a context "
         "switch at every reallocation, 30 s checkpoint + parameter load; Titan's pipelined "
         "switch only for Titan and Titan w/o merger). SRTF and Tiresias (2 queues, 4 "
         "GPU-hour threshold) run each task on the GPUs it requested. avg JCT = mean of "
         "finish - arrival; makespan = last finish - first arrival; ratios to SRTF on the "
         f"same seed; merged = tasks trained in a merged pair (mean per seed); {spread}.",
-        "",
-        f"## Density {cfg.density:g}",
-        "",
-        "| policy | avg JCT (h) | makespan (h) | avg JCT / SRTF | makespan / SRTF | merged "
-        "| paper avg JCT (h) | paper makespan (h) | wall (s) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        Heading(f"Density {cfg.density:g}"),
     ]
+    rows: list[list[str]] = []
     for row in table.at(cfg.density):
         paper = PAPER_TABLE_H.get(row.policy)
-        cells = [
+        rows.append([
             row.label,
-            _pm(row.mean["avg_jct_s"], row.std["avg_jct_s"], 1 / HOUR_S, ".2f", seeds),
-            _pm(row.mean["makespan_s"], row.std["makespan_s"], 1 / HOUR_S, ".2f", seeds),
-            _pm(row.mean["avg_jct_ratio"], row.std["avg_jct_ratio"], 1.0, ".2f", seeds),
-            _pm(row.mean["makespan_ratio"], row.std["makespan_ratio"], 1.0, ".2f", seeds),
+            pm(row.mean["avg_jct_s"], row.std["avg_jct_s"], ".2f", 1 / HOUR_S, seeds),
+            pm(row.mean["makespan_s"], row.std["makespan_s"], ".2f", 1 / HOUR_S, seeds),
+            pm(row.mean["avg_jct_ratio"], row.std["avg_jct_ratio"], ".2f", 1.0, seeds),
+            pm(row.mean["makespan_ratio"], row.std["makespan_ratio"], ".2f", 1.0, seeds),
             f"{row.mean['merged']:.1f}",
             f"{paper[0]:.2f}" if paper else "-", f"{paper[1]:.2f}" if paper else "-",
             f"{row.wall_s:.1f}",
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
+        ])
+    parts.append(Block(header=["policy", "avg JCT (h)", "makespan (h)", "avg JCT / SRTF",
+                               "makespan / SRTF", "merged", "paper avg JCT (h)",
+                               "paper makespan (h)", "wall (s)"], rows=rows))
     unfinished = sum(row.unfinished for row in table.rows)
     if unfinished:
-        lines += ["", f"{unfinished} task(s) did not finish (their JCT is left out)."]
-    lines += ["", "## Average JCT (h) by density", "",
-              "| policy | " + " | ".join(f"{d:g}" for d in cfg.all_densities) + " |",
-              "|---|" + "---:|" * len(cfg.all_densities)]
+        parts.append(f"{unfinished} task(s) did not finish (their JCT is left out).")
+    parts.append(Heading("Average JCT (h) by density"))
+    sweep: list[list[str]] = []
     for label, name, _ in cfg.policies:
-        rows = {row.density: row for row in table.rows if row.policy == name}
-        lines.append("| " + label + " | " + " | ".join(
-            _pm(rows[d].mean["avg_jct_s"], rows[d].std["avg_jct_s"], 1 / HOUR_S, ".2f", seeds)
-            for d in cfg.all_densities) + " |")
-    return "\n".join(lines) + "\n"
+        by_density = {row.density: row for row in table.rows if row.policy == name}
+        sweep.append([label, *(pm(by_density[d].mean["avg_jct_s"],
+                                  by_density[d].std["avg_jct_s"], ".2f", 1 / HOUR_S, seeds)
+                               for d in cfg.all_densities)])
+    parts.append(Block(header=["policy", *(f"{d:g}" for d in cfg.all_densities)],
+                       rows=sweep))
+    return Document(title="Titan (SoCC'22): fine-tuning tasks on a shared cluster",
+                    parts=parts)
+
+
+def render_markdown(table: TitanTable) -> str:
+    """``titan.md``: :func:`document` as Markdown."""
+    return output.render_markdown(document(table))
 
 
 def plot_density(table: TitanTable, path: str | Path, dpi: int = 120) -> Path:
@@ -469,12 +465,18 @@ def plot_density(table: TitanTable, path: str | Path, dpi: int = 120) -> Path:
         plt.close(fig)
 
 
-def write_outputs(table: TitanTable, out_dir: str | Path) -> list[Path]:
-    """Write ``titan.md``, ``titan.csv`` and ``titan_density.png`` (each atomically)."""
+def write_outputs(table: TitanTable, out_dir: str | Path, *,
+                  command: Sequence[str] | None = None,
+                  started: dt.datetime | None = None) -> list[Path]:
+    """Write ``titan.md``, ``.csv``, ``.tex``, ``titan_density.png`` and
+    ``titan.manifest.json`` (each atomically; :mod:`~schedlab.analysis.tables.output`)."""
     folder = Path(out_dir)
-    written = write_markdown_and_csv(folder, MARKDOWN_NAME, render_markdown(table), CSV_NAME,
-                                     to_frame(table))
-    return [*written, plot_density(table, folder / PLOT_NAME)]
+    written = output.write_table_files(folder, STEM, document(table), to_frame(table))
+    written.append(plot_density(table, folder / PLOT_NAME))
+    written.append(output.write_manifest(folder, STEM, written, seeds=table.settings.seeds,
+                                         settings=table.settings, command=command,
+                                         started=started))
+    return written
 
 
 def cells_count(settings: TableSettings) -> int:
