@@ -274,9 +274,10 @@ def _cmd_profile(args: argparse.Namespace) -> int:
         result = run_campaign(options, out, redo=args.redo, on_cell=step, cells=cells)
     finished = len(result.measured)
     if result.interrupted:
-        sys.stderr.write(f"interrupted: {finished} cell(s) measured in this run kept in "
-                         f"{out} ({len(result.file.cells)} in the file); run the same "
-                         "command again to resume\n")
+        where = (f"kept in {out} ({len(result.file.cells)} cell(s) in the file)"
+                 if out.exists() else "nothing written")
+        sys.stderr.write(f"interrupted: {finished} cell(s) measured in this run, {where}; "
+                         "run the same command again to resume\n")
         sys.stderr.flush()
         return EXIT_INTERRUPTED
     if not args.quiet:

@@ -21,6 +21,7 @@ import logging
 import multiprocessing
 import os
 import queue
+import signal
 import socket
 import time
 import traceback
@@ -87,7 +88,9 @@ def _entry(target: Callable[..., Any], index: int, payload: dict[str, Any],
            results: Any) -> None:
     """Worker main: run ``target(payload)``, report ``(index, ok, value-or-reason)``, flush
     the report and leave at once with ``os._exit`` (no interpreter teardown: a process
-    group's destructors can hang once a peer has gone, and the answer is already sent)."""
+    group's destructors can hang once a peer has gone, and the answer is already sent).
+    Ctrl-C is the parent's to handle: it stops the workers (:func:`run_workers`)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         value = target(payload)
     except Exception as exc:  # the reason goes into the cell; the worker ends
