@@ -119,7 +119,8 @@ def check_inputs(config: SweepConfig) -> None:
         try:
             sweep.check_policies([name])
         except UnknownNameError as exc:
-            raise InputError(str(exc), file=str(config.path), field=f"policies[{i}]") from None
+            raise InputError(exc.reason, file=str(config.path), field=f"policies[{i}]") \
+                from None
     for i, workload in enumerate(config.workloads):
         try:
             workload.spec.build(config.seeds[0], workload.loads[0], config.round_s)

@@ -264,7 +264,7 @@ def sweep_config_from_dict(data: Any, source: str | Path) -> SweepConfig:
     seeds = check.seeds(top.get("seeds", [0]), "seeds")
     loads = check.loads(top["loads"], "loads") if "loads" in top else None
     cluster = check.cluster(top["cluster"], "cluster") if "cluster" in top else None
-    out_dir = base / check.text(top["out"], "out") if "out" in top else None
+    out_dir = (base / check.text(top["out"], "out")).resolve() if "out" in top else None
     options = check.mapping(top.get("options") or {}, "options", OPTION_KEYS)
 
     round_s = (check.positive_float(options["round_s"], "options.round_s")
@@ -334,7 +334,7 @@ def _workload(check: _Checker, entry: Any, where: str, base: Path,
             raise check.fail(f"{where}.path", "missing: a trace workload needs its file")
         if "format" not in fields:
             raise check.fail(f"{where}.format", f"missing (one of {', '.join(TRACE_FORMATS)})")
-        trace = base / check.text(fields["path"], f"{where}.path")
+        trace = (base / check.text(fields["path"], f"{where}.path")).resolve()
         if not trace.exists():
             raise check.fail(f"{where}.path", f"no such file or folder: {trace}")
         assert pools is not None
@@ -360,7 +360,7 @@ def _instance_spec(check: _Checker, fields: Mapping[str, Any], where: str, base:
 
     if "path" not in fields:
         raise check.fail(f"{where}.path", "missing: an instance workload needs its file")
-    path = base / check.text(fields["path"], f"{where}.path")
+    path = (base / check.text(fields["path"], f"{where}.path")).resolve()
     if not path.is_file():
         raise check.fail(f"{where}.path", f"no such file: {path}")
     static = check.flag(fields.get("static", False), f"{where}.static")
