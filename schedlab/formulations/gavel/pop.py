@@ -154,11 +154,11 @@ def pop_parts(instance: Instance, k: int, seed: int) -> list[PopPart]:
 # ------------------------------------------------------------------------------ sub-solves
 
 
-def _solve_part(formulation_name: str, instance: Instance,
-                options: SolverOptions) -> tuple[Solution, float]:
+def _solve_part(formulation_name: str, instance: Instance, options: SolverOptions,
+                overrides: Mapping[str, Any]) -> tuple[Solution, float]:
     """Solve one part with the registered formulation, no rounds; (solution, wall s)."""
     start = time.perf_counter()
-    form = get_formulation(formulation_name)
+    form = get_formulation(formulation_name, **overrides)
     if hasattr(form, "num_rounds"):
         form.num_rounds = 0
     solution = form.solve(instance, options)
@@ -166,17 +166,18 @@ def _solve_part(formulation_name: str, instance: Instance,
 
 
 def _run_local(formulation_name: str, parts: Sequence[PopPart], options: SolverOptions,
-               workers: int) -> list[tuple[Solution, float]]:
+               workers: int, overrides: Mapping[str, Any]) -> list[tuple[Solution, float]]:
     if workers <= 1 or len(parts) == 1:
-        return [_solve_part(formulation_name, part.instance, options) for part in parts]
+        return [_solve_part(formulation_name, part.instance, options, overrides)
+                for part in parts]
     with ProcessPoolExecutor(max_workers=min(workers, len(parts))) as pool:
-        futures = [pool.submit(_solve_part, formulation_name, part.instance, options)
-                   for part in parts]
+        futures = [pool.submit(_solve_part, formulation_name, part.instance, options,
+                               overrides) for part in parts]
         return [future.result() for future in futures]
 
 
 def _run_ray(formulation_name: str, parts: Sequence[PopPart], options: SolverOptions,
-             workers: int) -> list[tuple[Solution, float]]:
+             workers: int, overrides: Mapping[str, Any]) -> list[tuple[Solution, float]]:
     try:
         import ray
     except ImportError:
@@ -188,7 +189,8 @@ def _run_ray(formulation_name: str, parts: Sequence[PopPart], options: SolverOpt
         started = True
     try:
         remote = ray.remote(num_cpus=1)(_solve_part)
-        refs = [remote.remote(formulation_name, part.instance, options) for part in parts]
+        refs = [remote.remote(formulation_name, part.instance, options, overrides)
+                for part in parts]
         return list(ray.get(refs))
     finally:
         if started:
@@ -268,6 +270,7 @@ def solve_pop(
     num_rounds: int | None = None,
     exact_objective: float | None = None,
     run_check: bool = True,
+    overrides: Mapping[str, Any] | None = None,
 ) -> Solution:
     """POP with ``k`` parts (module docstring) of the registered Gavel policy
     ``formulation_name``; the concatenated, checked Solution.
@@ -277,12 +280,14 @@ def solve_pop(
     instance of ``workers`` CPUs unless one is already running).  ``num_rounds`` overrides
     ``instance.params.num_rounds`` for the round mechanism run on the concatenation.
     ``exact_objective``: the exact solve's optimum, when the caller ran it; its ratio
-    objective / exact lands in ``metrics["pop"]["ratio_to_exact"]``.
+    objective / exact lands in ``metrics["pop"]["ratio_to_exact"]``.  ``overrides``: keyword
+    arguments of the formulation's constructor for the part solves (e.g. ``method="fast"``).
 
     ``metrics["pop"]`` records the parts (jobs, GPUs, pairs kept, status, objective, seconds)
     and ``critical_path_s``: setup plus the slowest part, the time with one worker per part.
     """
-    form = get_formulation(formulation_name)
+    part_overrides = dict(overrides or {})
+    form = get_formulation(formulation_name, **part_overrides)
     if not isinstance(form, GavelMethod):
         raise InputError(f"POP partitions Gavel allocation policies only; "
                          f"{formulation_name} is not one", field="--formulation")
@@ -300,7 +305,7 @@ def solve_pop(
     width = workers if workers is not None else min(k, os.cpu_count() or 1)
     start = time.perf_counter()
     run = _run_ray if backend == "ray" else _run_local
-    results = run(formulation_name, parts, opts, width)
+    results = run(formulation_name, parts, opts, width, part_overrides)
     solve_s = time.perf_counter() - start
     start = time.perf_counter()
     solution = _combine(form, instance, parts, results, rounds)
