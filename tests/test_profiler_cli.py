@@ -226,3 +226,15 @@ def test_colocated_regimes_and_techniques(tmp_path: Path) -> None:
     assert isinstance(ddp, TechniqueMeasurement) and ddp.status == "ok", ddp.reason
     assert isinstance(fsdp, TechniqueMeasurement) and fsdp.status in ("ok", "infeasible")
     assert fsdp.status == "ok" or fsdp.reason
+
+
+def test_switch_cells_come_from_the_switching_module(tmp_path: Path) -> None:
+    out = tmp_path / "t.json"
+    code = _profile(out, "--models", "recommender", "--batch-sizes", "4", "--switches",
+                    "resident", "--switch-repeats", "1", "-q")
+    assert code == 0
+    data = load_throughputs(out)
+    assert {c.key for c in data.cells} == {"solo:recommender/tiny@4:cpu:1",
+                                           "switch:recommender/tiny@4:cpu:resident"}
+    seconds = data.switch_seconds("recommender/tiny@4", "cpu", "resident")
+    assert seconds is not None and seconds > 0

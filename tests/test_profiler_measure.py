@@ -179,13 +179,15 @@ def _answers(payload: dict[str, object]) -> object:
 
 
 def test_worker_exception_becomes_the_reason() -> None:
-    with pytest.raises(WorkerError, match="RuntimeError: boom 7"):
+    with pytest.raises(WorkerError, match="RuntimeError: boom 7") as caught:
         run_workers(_raises, [{"n": 7}], timeout_s=60)
+    assert caught.value.raised
 
 
 def test_killed_worker_becomes_the_reason() -> None:
-    with pytest.raises(WorkerError, match="exited with code -9"):
+    with pytest.raises(WorkerError, match="exited with code -9") as caught:
         run_workers(_killed, [{"n": 1}], timeout_s=60)
+    assert not caught.value.raised
 
 
 def test_workers_answer_in_payload_order() -> None:

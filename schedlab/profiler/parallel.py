@@ -126,10 +126,9 @@ def measure_technique(spec: JobSpec, device: str, backend: str, technique: str, 
     except Infeasible as exc:
         return cell.model_copy(update={"status": "infeasible", "reason": str(exc)})
     except WorkerError as exc:
-        reason = str(exc)
-        # a technique torch does not support on this device raises inside the worker
-        status = "infeasible" if technique == "fsdp" else "error"
-        return cell.model_copy(update={"status": status, "reason": reason})
+        # FSDP where torch does not support it on this device raises inside the worker
+        status = "infeasible" if technique == "fsdp" and exc.raised else "error"
+        return cell.model_copy(update={"status": status, "reason": str(exc)})
     return cell.model_copy(update={"step_s": summary.step_s, "peak_memory_bytes": peak})
 
 

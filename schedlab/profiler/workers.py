@@ -43,7 +43,13 @@ _PRELOAD = ["torch", "torch._dynamo", "scipy.stats", "schedlab.profiler.zoo",
 
 
 class WorkerError(SchedlabError):
-    """A measurement's worker failed; ``str()`` is the reason recorded in the cell."""
+    """A measurement's worker failed; ``str()`` is the reason recorded in the cell.
+    ``raised`` is True when the worker's code raised an exception (rather than the worker
+    dying or timing out)."""
+
+    def __init__(self, reason: str, *, raised: bool = False) -> None:
+        super().__init__(reason)
+        self.raised = raised
 
 
 def context() -> Any:
@@ -136,7 +142,7 @@ def run_workers(target: Callable[[dict[str, Any]], Any], payloads: Sequence[dict
                     raise WorkerError(dead) from None
                 continue
             if not ok:
-                raise WorkerError(f"worker {index}: {value}")
+                raise WorkerError(f"worker {index}: {value}", raised=True)
             answers[index] = value
         for process in processes:
             process.join(timeout=max(1.0, deadline - time.monotonic()))
