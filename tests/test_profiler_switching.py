@@ -417,3 +417,15 @@ def test_a_failing_worker_gives_error_cells(tmp_path: Path,
     for cell in cells:
         assert cell.status == "error" and cell.seconds is None and cell.repeats == 0
         assert f"no good checkpoint in {missing}" in str(cell.reason)
+
+
+def test_schedlab_profile_table_is_registered(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from schedlab.cli import main
+
+    path = tmp_path / "throughputs.json"
+    _hand_file().save(path)
+    assert main(["profile-table", str(path), "--size", "tiny"]) == 0
+    assert capsys.readouterr().out.splitlines()[2] == "| cold | 2.5 |"
+    assert main(["profile-table", str(tmp_path / "absent.json")]) == 2
+    assert "absent.json" in capsys.readouterr().err

@@ -26,6 +26,10 @@ EXIT_OK, EXIT_FAILURE, EXIT_INTERRUPTED = 0, 1, 130
 def add_profile_command(sub: Any, common: argparse.ArgumentParser, parser_class: type) -> None:
     """Register ``profile`` and the profiler's tools on the top-level subparsers ``sub``."""
     _add_profile(sub, common)
+    from schedlab.profiler.switch_table import add_table_command
+    add_table_command(sub, common, parser_class)
+    from schedlab.profiler.to_instance import add_profile_instance_command
+    add_profile_instance_command(sub, common, parser_class)
 
 
 def _add_profile(sub: Any, common: argparse.ArgumentParser) -> None:
