@@ -310,3 +310,59 @@ def test_the_description_records_the_file_and_its_sha256(tmp_path: Path) -> None
 def test_unknown_device_is_rejected() -> None:
     with pytest.raises(InputError, match="'a100'"):
         build("gavel", devices={"a100": 4})
+
+
+# ------------------------------------------------------------------------------------ CLI
+
+
+def test_cli_writes_an_instance_that_validates(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from schedlab.cli import main
+
+    measured = tmp_path / "measured.json"
+    measured_file().save(measured)
+    out = tmp_path / "hare.json"
+    argv = ["profile-instance", str(measured), "--paper", "hare", "--jobs", "4", "--seed", "2",
+            "--devices", "cpu=2", "--duration-s", "20,20", "--switch", "pipelined",
+            "--out", str(out)]
+    assert main(argv) == 0
+    assert str(out) in capsys.readouterr().out
+    assert main(["validate", str(out)]) == 0
+    written = load_instance(out)
+    same = build("hare", jobs=4, seed=2, devices={"cpu": 2}, duration_s=(20.0, 20.0),
+                 switch="pipelined")
+    assert written.to_dict()["jobs"] == same.to_dict()["jobs"]
+    assert written.description is not None and str(measured) in written.description
+    assert set(written.types) == {"cpu"} and written.cluster.accelerators["cpu"].count == 2
+
+
+def test_cli_exit_2_names_the_file_and_the_missing_cells(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from schedlab.cli import main
+
+    measured = measured_file()
+    measured.cells = [c for c in measured.cells if not isinstance(c, RegimeMeasurement)]
+    path = tmp_path / "no-regimes.json"
+    measured.save(path)
+    code = main(["profile-instance", str(path), "--paper", "shockwave", "--jobs", "3",
+                 "--out", str(tmp_path / "x.json")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and str(path) in err and "regime" in err
+    assert not (tmp_path / "x.json").exists()
+
+
+@pytest.mark.parametrize("bad", [["--devices", "cpu"], ["--devices", "cpu=0"],
+                                 ["--duration-s", "5,1"], ["--jobs", "0"],
+                                 ["--paper", "pollux"]])
+def test_cli_rejects_bad_arguments(bad: list[str], tmp_path: Path,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from schedlab.cli import main
+
+    path = tmp_path / "measured.json"
+    measured_file().save(path)
+    args = {"--paper": "gavel", "--jobs": "3", "--out": str(tmp_path / "x.json")}
+    args.update(dict(zip(bad[::2], bad[1::2], strict=True)))
+    argv = ["profile-instance", str(path)] + [x for kv in args.items() for x in kv]
+    assert main(argv) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
