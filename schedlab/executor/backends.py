@@ -7,24 +7,26 @@ The replay loop (:mod:`schedlab.executor.replay`) talks to a :class:`Backend` on
 * ``poll(timeout)`` - the events that arrived: ``("result", slot, dict)``, ``("progress",
   slot, tuple)`` and ``("died", slot, reason)`` (the worker process ended or the actor died);
 * ``restart(slot)`` - replace the slot's worker with a fresh one;
-* ``pid(slot)`` - the worker's process id; ``master(slot)`` - its host address (gangs meet
-  there); ``close()``.
+* ``pid(slot)`` - the worker's process id; ``gang_store(world)`` - a store the replay hosts
+  for a gang's process group; ``close()``.
 
-:class:`LocalBackend` starts ``multiprocessing`` ``spawn`` children (never ``fork``: torch's
-threads do not survive it) that ignore SIGINT, so Ctrl-C reaches only the replay, which then
-stops them.  :class:`RayBackend` starts one actor per slot declaring ``num_cpus = threads``
-and ``num_gpus = 1`` for a CUDA slot, so Ray places it on a node with that resource; it
-connects with ``ray.init(address=...)`` when an address is given, else starts a local Ray.
+:class:`LocalBackend` starts ``spawn`` children (a ``forkserver`` child with torch
+preloaded starts faster, but gloo process groups hung intermittently in such children here),
+pinned to one core set each where the platform allows, that ignore SIGINT, so Ctrl-C reaches
+only the replay, which then stops them.  :class:`RayBackend` starts one actor per slot
+declaring ``num_cpus = threads`` and ``num_gpus = 1`` for a CUDA slot, so Ray places it on a
+node with that resource; it connects with ``ray.init(address=...)`` when an address is
+given, else starts a local Ray.
 """
 
 from __future__ import annotations
 
+import datetime
 import logging
 import multiprocessing
 import multiprocessing.connection
 import os
 import signal
-import socket
 import time
 from abc import ABC, abstractmethod
 from typing import Any
@@ -40,17 +42,15 @@ Event = tuple[str, Slot, Any]
 READY_TIMEOUT_S = 120.0
 
 
-def free_port() -> int:
-    """A TCP port free on the loopback address right now (for a gang's process group)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class Backend(ABC):
     """One persistent worker per device slot."""
 
     name = "backend"
+
+    @property
+    def started(self) -> bool:
+        """Workers are running (a replay handed a started backend leaves it running)."""
+        return bool(getattr(self, "_started", False))
 
     @abstractmethod
     def start(self, slots: list[Slot], warm: list[str]) -> None:
@@ -72,13 +72,19 @@ class Backend(ABC):
     def pid(self, slot: Slot) -> int:
         """Process id of the slot's worker."""
 
-    def master(self, slot: Slot) -> str:
-        """Address where a gang led by this slot's worker meets."""
-        return "127.0.0.1"
+    def gang_store(self, world: int) -> tuple[Any, str, int]:
+        """A ``torch.distributed.TCPStore`` hosted by the replay for one gang segment of
+        ``world`` ranks, with the address and port the workers reach it at."""
+        from torch.distributed import TCPStore
 
-    def port(self, slot: Slot) -> int:
-        """A free port on :meth:`master` for a gang's process group."""
-        return free_port()
+        host = self.store_host()
+        store = TCPStore(host, 0, world + 1, is_master=True, wait_for_workers=False,
+                         timeout=datetime.timedelta(seconds=60))
+        return store, host, int(store.port)
+
+    def store_host(self) -> str:
+        """Address of this (the replay's) machine as the workers see it."""
+        return "127.0.0.1"
 
     @abstractmethod
     def close(self) -> None:
@@ -88,12 +94,24 @@ class Backend(ABC):
 # ------------------------------------------------------------------------------ local
 
 
-def _serve(conn: multiprocessing.connection.Connection, threads: int, warm: list[str]) -> None:
+def cpu_cores(index: int, count: int, threads: int) -> list[int] | None:
+    """Cores of local CPU worker ``index`` of ``count`` (``threads`` each, as the profiler
+    pins its CPU devices), or None when this process may not use that many cores."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < count * threads:
+        return None
+    return allowed[index * threads:(index + 1) * threads]
+
+
+def _serve(conn: multiprocessing.connection.Connection, threads: int, warm: list[str],
+           cores: list[int] | None) -> None:
     """Worker process main loop: run orders from ``conn`` until it closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from schedlab.executor.worker import SlotWorker
 
-    worker = SlotWorker(threads)
+    worker = SlotWorker(threads, cores)
     worker.warm_up(warm)
     conn.send(("ready", os.getpid()))
 
@@ -120,16 +138,20 @@ class LocalBackend(Backend):
 
     name = "local"
 
-    def __init__(self, threads: int = 1) -> None:
+    def __init__(self, threads: int = 1, devices: dict[Slot, str] | None = None) -> None:
         self.threads = threads
+        self.devices = devices or {}
         self.warm: list[str] = []
-        self._context = multiprocessing.get_context("spawn")
+        self._cores: dict[Slot, list[int] | None] = {}
+        self._context = multiprocessing.get_context("spawn")  # never fork a torch process
         self._procs: dict[Slot, Any] = {}
         self._conns: dict[Slot, multiprocessing.connection.Connection] = {}
 
     def _spawn(self, slot: Slot) -> None:
         parent, child = self._context.Pipe()
-        proc = self._context.Process(target=_serve, args=(child, self.threads, self.warm),
+        proc = self._context.Process(target=_serve,
+                                     args=(child, self.threads, self.warm,
+                                           self._cores.get(slot)),
                                      name=f"schedlab-slot-{slot_name(slot)}", daemon=True)
         proc.start()
         child.close()
@@ -138,10 +160,17 @@ class LocalBackend(Backend):
 
     def start(self, slots: list[Slot], warm: list[str]) -> None:
         self.warm = list(warm)
+        cpu = [slot for slot in slots if not self.devices.get(slot, "cpu").startswith("cuda")]
+        pinned = [cpu_cores(i, len(cpu), self.threads) for i in range(len(cpu))]
+        if None in pinned:
+            log.warning("%d CPU worker(s) x %d thread(s) exceed the cores this process may "
+                        "use: not pinning", len(cpu), self.threads)
+        self._cores = dict(zip(cpu, pinned, strict=True))
         for slot in slots:
             self._spawn(slot)
         for slot in slots:
             self._wait_ready(slot)
+        self._started = True
 
     def _wait_ready(self, slot: Slot) -> None:
         """Block until the slot's worker has imported torch (so the replay clock starts
@@ -219,6 +248,7 @@ class LocalBackend(Backend):
     def close(self) -> None:
         for slot in list(self._procs):
             self._stop(slot)
+        self._started = False
 
 
 class WorkerFailed(Exception):
@@ -269,6 +299,7 @@ class RayBackend(Backend):
         self.warm = list(warm)
         for slot in slots:
             self._spawn(slot)
+        self._started = True
 
     def submit(self, slot: Slot, order: dict[str, Any]) -> None:
         ref = self._actors[slot].run.remote(order)
@@ -302,17 +333,15 @@ class RayBackend(Backend):
     def pid(self, slot: Slot) -> int:
         return self._pids[slot]
 
-    def master(self, slot: Slot) -> str:
-        return self._hosts[slot]
-
-    def port(self, slot: Slot) -> int:
-        return int(self._ray.get(self._actors[slot].free_port.remote()))
+    def store_host(self) -> str:
+        return str(self._ray.util.get_node_ip_address())
 
     def close(self) -> None:
         for actor in self._actors.values():
             self._ray.kill(actor, no_restart=True)
         self._actors.clear()
         self._refs.clear()
+        self._started = False
 
 
 class _RayWorker:
@@ -331,20 +360,17 @@ class _RayWorker:
     def warm_up(self, specs: list[str]) -> float:
         return self.worker.warm_up(specs)
 
-    def free_port(self) -> int:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind(("", 0))
-            return int(sock.getsockname()[1])
-
     def run(self, order: dict[str, Any]) -> dict[str, Any]:
         return self.worker.run(order)
 
 
-def make_backend(name: str, *, threads: int, address: str | None = None,
+def make_backend(name: str | Backend, *, threads: int, address: str | None = None,
                  devices: dict[Slot, str] | None = None) -> Backend:
-    """``local`` or ``ray``."""
+    """``local`` or ``ray``; a :class:`Backend` object is used as it is."""
+    if isinstance(name, Backend):
+        return name
     if name == "local":
-        return LocalBackend(threads)
+        return LocalBackend(threads, devices)
     if name == "ray":
         return RayBackend(threads, address, devices)
     raise InputError(f"unknown backend {name!r}; known: local, ray", field="--backend")

@@ -75,9 +75,10 @@ class ReplaySettings:
 
 @dataclass
 class Hooks:
-    """Callbacks for tests and progress bars: a segment started on its workers (with their
-    pids), a segment finished (with its record)."""
+    """Callbacks for tests and progress bars: a segment is about to be handed to its
+    workers, it was handed to them (with their pids), it finished (with its record)."""
 
+    segment_starting: Callable[[Segment], None] | None = None
     segment_started: Callable[[Segment, list[int]], None] | None = None
     segment_finished: Callable[[dict[str, Any]], None] | None = None
 
@@ -92,6 +93,7 @@ class _Running:
     switch_s: float = 0.0
     first_step_wall: float | None = None
     steps_before: int | None = None
+    store: Any = None
 
 
 def _append_line(path: Path, record: dict[str, Any]) -> None:
@@ -220,8 +222,10 @@ class Replay:
         pending = [s for s in sorted(self.plan.segments, key=lambda s: (s.start_s, s.index))
                    if s.index not in done]
         scale = self.settings.time_scale
-        self.backend.start(self.plan.slots,
-                           sorted({job.spec.name for job in self.plan.jobs.values()}))
+        owned = not self.backend.started
+        if owned:
+            self.backend.start(self.plan.slots,
+                               sorted({job.spec.name for job in self.plan.jobs.values()}))
         try:
             first = pending[0].start_s if pending else 0.0
             self.t0 = time.time() - first / scale
@@ -230,37 +234,46 @@ class Replay:
                     self.finish_wall[record["job"]] = self.t0 + record["finish_s"] / scale
             self._loop(pending)
         finally:
-            self.backend.close()
+            if owned:
+                self.backend.close()
         return self.records
+
+    def _launch_ready(self, pending: list[Segment], running: dict[int, _Running],
+                      busy: dict[Slot, int]) -> float:
+        """Start every pending segment whose time has come, whose slots are free and whose
+        job is not running, keeping each slot's and each job's order; drop segments of
+        finished jobs.  Returns the wall time of the next start that waits only for time."""
+        pending[:] = [s for s in pending if s.job not in self.finish_wall]
+        scale = self.settings.time_scale
+        now = time.time()
+        blocked_slots: set[Slot] = set(busy)
+        blocked_jobs: set[str] = {r.segment.job for r in running.values()}
+        next_start = math.inf
+        for segment in list(pending):
+            start_wall = self.t0 + segment.start_s / scale
+            free = not (set(segment.slots) & blocked_slots) and segment.job not in blocked_jobs
+            timely = self.settings.segment_steps or start_wall <= now
+            if free and timely:
+                pending.remove(segment)
+                launched = self._launch(segment, start_wall)
+                if launched is not None:
+                    running[segment.index] = launched
+                    for slot in segment.slots:
+                        busy[slot] = segment.index
+            elif free:
+                next_start = min(next_start, start_wall)
+            blocked_slots |= set(segment.slots)
+            blocked_jobs.add(segment.job)
+        return next_start
 
     def _loop(self, pending: list[Segment]) -> None:
         running: dict[int, _Running] = {}
         busy: dict[Slot, int] = {}
-        scale = self.settings.time_scale
+        finished: list[dict[str, Any]] = []
         while pending or running:
-            pending = [s for s in pending if s.job not in self.finish_wall]
+            next_start = self._launch_ready(pending, running, busy)
             if not (pending or running):
                 break
-            now = time.time()
-            blocked_slots: set[Slot] = set(busy)
-            blocked_jobs: set[str] = {r.segment.job for r in running.values()}
-            next_start = math.inf
-            for segment in list(pending):
-                start_wall = self.t0 + segment.start_s / scale
-                free = not (set(segment.slots) & blocked_slots) \
-                    and segment.job not in blocked_jobs
-                timely = self.settings.segment_steps or start_wall <= now
-                if free and timely:
-                    pending.remove(segment)
-                    launched = self._launch(segment, start_wall)
-                    if launched is not None:
-                        running[segment.index] = launched
-                        for slot in segment.slots:
-                            busy[slot] = segment.index
-                elif free:
-                    next_start = min(next_start, start_wall)
-                blocked_slots |= set(segment.slots)
-                blocked_jobs.add(segment.job)
             if not running:
                 if pending and next_start < math.inf:
                     time.sleep(max(0.0, min(next_start - time.time(), 0.5)))
@@ -280,10 +293,16 @@ class Replay:
                 elif kind == "died":
                     self._fault(state, slot, str(payload))
                 if len(state.results) == len(state.segment.slots):
+                    state.store = None  # the gang's store closes with it
                     del running[index]
                     for s in state.segment.slots:
                         busy.pop(s, None)
-                    self._finish(state)
+                    finished.append(self._finish(state))
+            if finished:
+                self._launch_ready(pending, running, busy)  # before the journal's fsync
+                for record in finished:
+                    self._record(record)
+                finished.clear()
 
     def _launch(self, segment: Segment, start_wall: float) -> _Running | None:
         job = self.plan.jobs[segment.job]
@@ -293,6 +312,8 @@ class Replay:
             return None  # nothing left for this segment: the slots stay idle
         end_wall = None if self.settings.segment_steps else \
             self.t0 + segment.end_s / self.settings.time_scale
+        if self.hooks.segment_starting is not None:
+            self.hooks.segment_starting(segment)
         state = _Running(segment, {})
         self._submit(state, start_wall, end_wall, target)
         if self.hooks.segment_started is not None:
@@ -304,8 +325,9 @@ class Replay:
         segment = state.segment
         job = self.plan.jobs[segment.job]
         world = len(segment.slots)
-        master = self.backend.master(segment.slots[0])
-        port = self.backend.port(segment.slots[0]) if world > 1 else 0
+        master, port = "127.0.0.1", 0
+        if world > 1:
+            state.store, master, port = self.backend.gang_store(world)
         state.results.clear()
         for rank, slot in enumerate(segment.slots):
             order = make_order(
@@ -363,7 +385,7 @@ class Replay:
                 "last_step_wall": None, "end_wall": time.time(), "switch_s": None,
                 "checkpoints": []}
 
-    def _finish(self, state: _Running) -> None:
+    def _finish(self, state: _Running) -> dict[str, Any]:
         segment = state.segment
         job = self.plan.jobs[segment.job]
         lead = state.results[segment.slots[0]]
@@ -392,8 +414,15 @@ class Replay:
                   "predicted_steps": self.prediction.segment_steps.get(segment.index, 0.0),
                   "restored": restored, "restored_steps": lead["restored_steps"],
                   "switch_s": switch * scale if switch is not None else None,
+                  "ran_s": ((lead["last_step_wall"] - lead["first_step_wall"]) * scale
+                            if lead["first_step_wall"] is not None
+                            and lead["last_step_wall"] is not None else 0.0),
                   "checkpoints": [c[0] for c in lead["checkpoints"]],
                   "finish_s": finish_s, "faults": faults}
+        return record
+
+    def _record(self, record: dict[str, Any]) -> None:
+        """Journal a finished segment (durably) and tell the hook."""
         _append_line(self.journal, record)
         self.records.append(record)
         if self.hooks.segment_finished is not None:

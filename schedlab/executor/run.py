@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from schedlab.errors import InputError
-from schedlab.executor.backends import make_backend
+from schedlab.executor.backends import Backend, make_backend
 from schedlab.executor.plan import Plan, build_plan
 from schedlab.executor.predict import predict
 from schedlab.executor.replay import DEFAULT_CHECKPOINT_EVERY_S, Hooks, Replay, ReplaySettings
@@ -31,7 +31,7 @@ def load_plan(solution_file: str | Path, instance_file: str | Path) -> Plan:
 
 
 def run_replay(solution_file: str | Path, instance_file: str | Path, *,
-               backend: str = "local", time_scale: float = 1.0, threads: int = 1,
+               backend: str | Backend = "local", time_scale: float = 1.0, threads: int = 1,
                workdir: str | Path = "replay", resume: bool = False,
                segment_steps: bool = False,
                checkpoint_every_s: float = DEFAULT_CHECKPOINT_EVERY_S,
@@ -40,7 +40,9 @@ def run_replay(solution_file: str | Path, instance_file: str | Path, *,
                hooks: Hooks | None = None) -> ReplayReport:
     """Replay ``solution_file`` on real zoo jobs and report predicted vs realized JCT
     (docs/executor.md).  Writes ``<workdir>/journal.jsonl``, checkpoints under
-    ``<workdir>/checkpoints`` and, when ``out`` is given, the report (atomically)."""
+    ``<workdir>/checkpoints`` and, when ``out`` is given, the report (atomically).
+    ``backend`` is ``"local"``, ``"ray"`` or a started :class:`Backend`, which is left
+    running (so several replays can share warm workers)."""
     if not time_scale > 0:
         raise InputError(f"must be > 0, got {time_scale}", field="--time-scale")
     if threads < 1:
@@ -59,11 +61,12 @@ def run_replay(solution_file: str | Path, instance_file: str | Path, *,
                               checkpoint_every_s=checkpoint_every_s, workdir=Path(workdir),
                               devices=devices, resume=resume)
     runner = make_backend(backend, threads=threads, address=ray_address, devices=devices)
+    backend_name = runner.name
     replay = Replay(plan, prediction, runner, settings, hooks)
     started = time.perf_counter()
     records = replay.run()
     report = build_report(plan, prediction, records, solution=str(solution_file),
-                          instance=str(instance_file), backend=backend,
+                          instance=str(instance_file), backend=backend_name,
                           segment_steps=segment_steps, time_scale=time_scale, threads=threads,
                           checkpoint_every_s=checkpoint_every_s,
                           wall_s=time.perf_counter() - started)

@@ -10,8 +10,9 @@ local backend, or a Ray actor) with ``torch.set_num_threads(threads)``.  The rep
    :data:`RESIDENT_LIMIT` jobs, with each job's own torch RNG state); otherwise it restores
    the newest good checkpoint (:func:`schedlab.profiler.checkpoint.load_latest`; corrupt files
    are skipped and reported) or starts the job from scratch when there is none;
-3. for a gang (``world`` > 1) joins a fresh process group (gloo on CPU, NCCL on CUDA) at
-   ``tcp://<master>:<port>`` and wraps the model in ``DistributedDataParallel``; rank ``r``
+3. for a gang (``world`` > 1) joins a fresh process group (gloo on CPU, NCCL on CUDA) whose
+   store the replay hosts at ``<master>:<port>`` for the segment, and wraps the model in
+   ``DistributedDataParallel``; rank ``r``
    draws its batches with seed ``seed + r`` (``batch_size`` samples per rank, as the
    profiler's DDP cells), rank 0 writes the checkpoints, and every step ends with an
    all-reduce of the ranks' stop flags so they stop together;
@@ -24,7 +25,8 @@ local backend, or a Ray actor) with ``torch.set_num_threads(threads)``.  The rep
    checkpoints it wrote.
 
 ``progress`` (optional callback) receives ``(steps_done, wall, checkpoint_steps,
-checkpoint_wall)`` after every step, so the replay knows how much work a killed worker lost.
+checkpoint_wall)`` after a step at most every :data:`PROGRESS_EVERY_S` seconds and after every
+checkpoint, so the replay knows (to within that interval) how much work a killed worker lost.
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ log = logging.getLogger(__name__)
 RESIDENT_LIMIT = 4
 #: Seconds a gang's process group waits for its members before it fails.
 GANG_TIMEOUT_S = 60.0
+#: Least wall seconds between two progress reports (a report after every step would cost
+#: a few percent of a millisecond step); a checkpoint is always reported at once.
+PROGRESS_EVERY_S = 0.02
 
 Progress = Callable[[int, float, int | None, float | None], None]
 
@@ -78,7 +83,9 @@ class _Resident:
 class SlotWorker:
     """Runs orders on one slot; keeps recently run jobs resident."""
 
-    def __init__(self, threads: int = 1) -> None:
+    def __init__(self, threads: int = 1, cores: list[int] | None = None) -> None:
+        if cores and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, set(cores))
         torch.set_num_threads(threads)
         self.threads = threads
         self.resident: OrderedDict[str, _Resident] = OrderedDict()
@@ -100,8 +107,7 @@ class SlotWorker:
 
     def _current(self, order: dict[str, Any]) -> tuple[TrainingJob, dict[str, Any]]:
         """The job at its current state, and how it got there."""
-        job_id = order["job"]
-        held = self.resident.pop(job_id, None)
+        held = self.resident.pop(order["checkpoint_dir"], None)
         if held is not None and held.job.steps_done == order["expected_steps"] \
                 and str(held.job.device) == str(torch.device(order["device"])):
             torch.set_rng_state(held.rng)
@@ -118,9 +124,11 @@ class SlotWorker:
             torch.manual_seed(order["seed"])
         return job, info
 
-    def _keep(self, job_id: str, job: TrainingJob) -> None:
-        self.resident[job_id] = _Resident(job)
-        self.resident.move_to_end(job_id)
+    def _keep(self, key: str, job: TrainingJob) -> None:
+        """Keep ``job`` resident under ``key`` (its checkpoint folder: unique per job and
+        replay, so a worker serving several replays never mixes them up)."""
+        self.resident[key] = _Resident(job)
+        self.resident.move_to_end(key)
         while len(self.resident) > RESIDENT_LIMIT:
             self.resident.popitem(last=False)
 
@@ -141,6 +149,7 @@ class SlotWorker:
         first_step: float | None = None
         last_end: float | None = None
         last_checkpoint = time.time()
+        last_report = 0.0
         mean_step = 0.0
         until, end_wall = order["until_steps"], order["end_wall"]
         every = order["checkpoint_every_s"]
@@ -159,12 +168,16 @@ class SlotWorker:
                 last_end = time.time()
                 duration = last_end - now
                 mean_step = duration if mean_step == 0.0 else 0.8 * mean_step + 0.2 * duration
+                saved_now = False
                 if every > 0 and last_end - last_checkpoint >= every:
                     self._checkpoint(order, stepper, job, checkpoints)
                     last_checkpoint = time.time()
-                if progress is not None and rank == 0:
+                    saved_now = True
+                if progress is not None and rank == 0 and (
+                        saved_now or last_end - last_report >= PROGRESS_EVERY_S):
                     saved = checkpoints[-1] if checkpoints else (None, None)
                     progress(stepper.steps_done, last_end, saved[0], saved[1])
+                    last_report = last_end
             job.steps_done = stepper.steps_done
             finished = job.steps_done >= order["work_steps"]
             if order["checkpoint_at_end"] or finished:
@@ -173,7 +186,7 @@ class SlotWorker:
         finally:
             if group:
                 _leave_gang()
-        self._keep(order["job"], job)
+        self._keep(order["checkpoint_dir"], job)
         start = order["start_wall"]
         return {"segment": order["segment"], "job": order["job"], "rank": rank,
                 "pid": os.getpid(), "steps_before": steps_before,
@@ -199,9 +212,12 @@ class SlotWorker:
         from torch.nn.parallel import DistributedDataParallel
 
         backend = "nccl" if str(order["device"]).startswith("cuda") else "gloo"
-        dist.init_process_group(backend, init_method=f"tcp://{order['master']}:{order['port']}",
-                                rank=order["rank"], world_size=order["world"],
-                                timeout=datetime.timedelta(seconds=GANG_TIMEOUT_S))
+        timeout = datetime.timedelta(seconds=GANG_TIMEOUT_S)
+        # the replay hosts the group's store (so no rank tears it down under another)
+        store = dist.TCPStore(order["master"], order["port"], order["world"], is_master=False,
+                              timeout=timeout)
+        dist.init_process_group(backend, store=store, rank=order["rank"],
+                                world_size=order["world"], timeout=timeout)
         device = torch.device(order["device"])
         ids = [device.index] if device.type == "cuda" else None
         wrapped = DistributedDataParallel(job.model, device_ids=ids)
@@ -222,7 +238,12 @@ def _any_rank(flag: bool, device: torch.device) -> bool:
 
 
 def _leave_gang() -> None:
+    """Leave the segment's process group; the ranks meet once more first, so rank 0 (which
+    holds the group's store) never tears it down while another rank still uses it."""
     import torch.distributed as dist
 
     if dist.is_initialized():
-        dist.destroy_process_group()
+        try:
+            dist.barrier()
+        finally:
+            dist.destroy_process_group()
