@@ -1,4 +1,4 @@
-"""POP (k random parts, docs/pop.md) vs the exact solve of Gavel's max-min fairness LPs.
+"""POP (k random or balanced parts, docs/pop.md) vs the exact solve of Gavel's max-min LPs.
 
 Usage::
 
@@ -17,13 +17,17 @@ Instances come from the package's generator and Gavel's measured throughputs
 
 Rows: ``exact`` is the formulation itself (``method="fast"``, the exact fast path of
 docs/fast_paths.md); ``k = 1 .. 8`` are :func:`schedlab.formulations.gavel.pop.solve_pop`
-with the parts solved by the same method, 2 worker processes (this machine has 2 cores).
+with the parts solved by the same method, 2 worker processes (this machine has 2 cores),
+once with the ``random`` partition and once with the ``balanced`` one (same seed).
 The instance's content hash is taken once before anything is timed (both sides would pay it
 for the same instance) and the checker runs after the timing (every POP solution must pass
 it against the full instance; a violation aborts the run).  Columns: wall seconds of the
 whole call; ``critical path`` = partition + slowest part + concatenation (the time with one
 worker per part); the objective (the least normalized throughput over all J jobs, evaluated
-on the full instance); ``ratio`` = POP / exact (the acceptance target is >= 0.99); pairs kept.
+on the full instance); ``ratio`` = POP / exact (the acceptance target is >= 0.99); the
+worst and best part's own optimum / exact (the parts get exactly 1/k of every type, so each
+part's optimum uses the full problem's normalization; the worst part is the POP objective);
+pairs kept.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from rich.table import Table
 
 from schedlab.check import check
 from schedlab.formulations.gavel.models import MaxMinFairness
-from schedlab.formulations.gavel.pop import solve_pop
+from schedlab.formulations.gavel.pop import PopPartition, solve_pop
 from schedlab.instance import Instance
 from schedlab.solution import Solution
 from schedlab.workloads.gavel import generate_gavel_instance
@@ -50,6 +54,7 @@ from schedlab.workloads.gavel import generate_gavel_instance
 log = logging.getLogger("pop_benchmark")
 
 PARTITIONS = (1, 2, 4, 8)
+PARTITION_KINDS: tuple[PopPartition, ...] = ("random", "balanced")
 TARGET = 0.99
 
 
@@ -58,10 +63,12 @@ class Row:
     """One solve: label, wall s, critical path s, objective, ratio, pairs kept / total."""
 
     label: str
+    partition: str
     seconds: float
     critical_s: float | None
     objective: float | None
     ratio: float | None
+    parts: str
     status: str
     pairs: str
 
@@ -89,14 +96,16 @@ def exact_row(instance: Instance, name: str, space_sharing: bool) -> tuple[Row, 
     solution = form.solve(instance)
     seconds = time.perf_counter() - start
     pairs = sum(len(job.colocated_throughput or {}) for job in instance.jobs) // 2
-    return Row("exact", seconds, None, solution.objective, 1.0, solution.status.value,
+    return Row("exact", "-", seconds, None, solution.objective, 1.0, "-",
+               solution.status.value,
                f"{pairs}/{pairs}" if space_sharing else "-"), solution
 
 
-def pop_row(instance: Instance, name: str, k: int, exact: float | None, seed: int,
-            workers: int) -> Row:
+def pop_row(instance: Instance, name: str, k: int, partition: PopPartition,
+            exact: float | None, seed: int, workers: int) -> Row:
     start = time.perf_counter()
-    solution = solve_pop(instance, name, k, seed=seed, workers=workers, num_rounds=0,
+    solution = solve_pop(instance, name, k, seed=seed, partition=partition,
+                         workers=workers, num_rounds=0,
                          exact_objective=exact, run_check=False,
                          overrides={"method": "fast"})
     seconds = time.perf_counter() - start
@@ -105,8 +114,11 @@ def pop_row(instance: Instance, name: str, k: int, exact: float | None, seed: in
         raise RuntimeError(f"POP k={k} violates the instance: {violations[:3]}")
     pop = solution.metrics["pop"]
     pairs = f"{pop['pairs_kept']}/{pop['pairs_total']}" if pop["pairs_total"] else "-"
-    return Row(f"POP k={k}", seconds, pop["critical_path_s"], solution.objective,
-               pop.get("ratio_to_exact"), solution.status.value, pairs)
+    objectives = [value for value in pop["objective"] if value is not None]
+    spread = (f"{min(objectives) / exact:.4f}/{max(objectives) / exact:.4f}"
+              if exact and objectives else "-")
+    return Row(f"POP k={k}", partition, seconds, pop["critical_path_s"], solution.objective,
+               pop.get("ratio_to_exact"), spread, solution.status.value, pairs)
 
 
 def table_for(title: str, instance: Instance, name: str, space_sharing: bool, seed: int,
@@ -116,19 +128,23 @@ def table_for(title: str, instance: Instance, name: str, space_sharing: bool, se
     log.info("%s: exact solve", name)
     exact, solution = exact_row(instance, name, space_sharing)
     rows = [exact]
-    for k in PARTITIONS:
-        log.info("%s: POP k=%d", name, k)
-        rows.append(pop_row(instance, name, k, solution.objective, seed, workers))
+    for partition in PARTITION_KINDS:
+        for k in PARTITIONS:
+            log.info("%s: POP k=%d %s", name, k, partition)
+            rows.append(pop_row(instance, name, k, partition, solution.objective, seed,
+                                workers))
     table = Table(title=title, title_justify="left")
-    for column in ("solve", "status", "seconds", "critical path s", "objective",
-                   "ratio POP/exact", "x exact time", "pairs kept"):
-        table.add_column(column, justify="left" if column in ("solve", "status") else "right")
+    for column in ("solve", "partition", "status", "seconds", "critical path s", "objective",
+                   "ratio POP/exact", "worst/best part", "x exact time", "pairs kept"):
+        table.add_column(column, justify="left" if column in ("solve", "partition", "status")
+                         else "right")
     for row in rows:
         ratio = "-" if row.ratio is None else f"{row.ratio:.4f}" + (
             "" if row.ratio >= TARGET else " (<0.99)")
-        table.add_row(row.label, row.status, f"{row.seconds:.3g}",
+        table.add_row(row.label, row.partition, row.status, f"{row.seconds:.3g}",
                       "-" if row.critical_s is None else f"{row.critical_s:.3g}",
                       "-" if row.objective is None else f"{row.objective:.6f}", ratio,
+                      row.parts,
                       f"{row.seconds / exact.seconds:.2f}x", row.pairs)
     return table
 

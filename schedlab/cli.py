@@ -161,6 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="POP: a local process pool (default) or Ray")
     solve.add_argument("--pop-seed", type=int, default=0, metavar="S",
                        help="POP: seed of the random partition (default 0)")
+    solve.add_argument("--pop-partition", choices=("random", "balanced"), default="random",
+                       help="POP: random parts (default) or balanced ones (power-of-two "
+                       "choices on scale factor, weight and throughputs; docs/pop.md)")
     solve.set_defaults(handler=_cmd_solve)
 
     validate = sub.add_parser("validate", parents=[common], help="validate instance files",
@@ -212,6 +215,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: 0.2)")
     saturn.add_argument("--seeds", type=_positive_int, metavar="N",
                         help="noise seeds 0..N-1 (default: 3; --quick: 1)")
+    saturn.add_argument("--scaling", choices=("analytic", "published"), default="published",
+                        help="runtimes of the default model-selection instances: speed-ups "
+                        "calibrated to published figures (default; docs/saturn-calibration.md) "
+                        "or the analytic cost model (= the instances/saturn/ files)")
     saturn.add_argument("--restart-cost", type=_nonnegative_float, default=60.0, metavar="S",
                         help="seconds to resume a checkpointed job, written into every "
                         "realized instance (default: 60)")
@@ -400,8 +407,8 @@ def _solve_pop(args: argparse.Namespace, instance: Any) -> Any:
         mip_gap=args.mip_gap if args.mip_gap is not None else instance.params.mip_gap,
         threads=args.threads, lp_method=args.lp_method, verbose=args.verbose)
     return solve_pop(instance, args.formulation, args.partitions, seed=args.pop_seed,
-                     workers=args.workers, backend=args.pop_backend, options=options,
-                     num_rounds=args.rounds)
+                     partition=args.pop_partition, workers=args.workers,
+                     backend=args.pop_backend, options=options, num_rounds=args.rounds)
 
 
 def _one_line_result(solution: Any) -> str:
@@ -677,8 +684,10 @@ def _cmd_tables_saturn(args: argparse.Namespace) -> int:
     out = _table_out(args) if args.out else None
     base = st.quick_settings() if args.quick else st.TableSettings()
     instances = (st.load_instances(args.instance) if args.instance
-                 else st.quick_instances() if args.quick else st.default_instances())
+                 else st.quick_instances() if args.quick
+                 else st.default_instances(args.scaling))
     settings = replace(base, time_limit_s=args.time_limit or base.time_limit_s,
+                       scaling=args.scaling,
                        sigma=args.sigma,
                        seeds=tuple(range(args.seeds)) if args.seeds else base.seeds,
                        restart_cost_s=args.restart_cost)

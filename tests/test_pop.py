@@ -186,3 +186,84 @@ def test_cli_partitions_solves_and_checks(instance: Instance, tmp_path: Path,
     saved = Solution.model_validate_json(out.read_text())
     assert saved.status == Status.FEASIBLE and saved.metrics["pop"]["partitions"] == 2
     assert check(instance, saved) == []
+
+
+# ------------------------------------------------------------------ balanced partition
+
+
+def two_type_instance(num_jobs: int) -> Instance:
+    """``num_jobs`` single-GPU jobs alternating between type A (10 steps/s on a V100, 1 on a
+    K80) and type B (1 and 10), weight 1; 4 GPUs of each type."""
+    jobs = [{"id": f"j{i:02d}", "job_type": "A" if i % 2 == 0 else "B", "arrival": 0.0,
+             "weight": 1.0, "scale_factor": 1, "total_steps": 1000.0,
+             "throughput": {"v100": 10.0, "k80": 1.0} if i % 2 == 0
+             else {"v100": 1.0, "k80": 10.0}} for i in range(num_jobs)]
+    return instance_from_dict({"name": "two-types", "jobs": jobs, "cluster": {
+        "accelerators": {"v100": {"count": 4}, "k80": {"count": 4}}}}, source="test")
+
+
+@pytest.mark.parametrize(("k", "seed"), [(3, 0), (4, 1), (7, 2), (16, 3)])
+def test_balanced_parts_have_equal_sizes_and_every_job_once(instance: Instance, k: int,
+                                                            seed: int) -> None:
+    parts = pop_partition(instance, k, seed, "balanced")
+    n = len(instance.jobs)
+    assert len(parts) == k
+    assert all(abs(len(part) - n / k) < 1 for part in parts)
+    assert sorted(job for part in parts for job in part) == sorted(j.id for j in instance.jobs)
+    assert pop_partition(instance, k, seed, "balanced") == parts  # same seed, same parts
+
+
+def test_balanced_partition_splits_two_job_types_evenly() -> None:
+    # Jobs alternate A, B, A, B, ... and k = 2, so every round of two jobs (one per part)
+    # draws both parts.  Round 1: A joins either empty part, B the other.  Then, while the
+    # parts hold equal numbers of A and B (mean = the population's), the A of an odd round
+    # joins either part and the B the other; in the next round the part that got an extra A
+    # is moved away from the population mean by another A and back to it by a B, so A joins
+    # the other part.  Hence after every even round each part holds equally many A and B:
+    # 4 A and 4 B each with 16 jobs.  The sorted split (all A, then all B, cut in halves)
+    # puts all 8 A in part 0.
+    inst = two_type_instance(16)
+    kind = {job.id: job.job_type for job in inst.jobs}
+    target = 8 / 2
+    for seed in range(5):
+        parts = pop_partition(inst, 2, seed, "balanced")
+        counts = [sum(kind[j] == "A" for j in part) for part in parts]
+        assert counts == [4, 4]
+    ids_by_type = sorted(inst.jobs, key=lambda job: job.job_type or "")
+    sorted_split = [ids_by_type[:8], ids_by_type[8:]]
+    sorted_counts = [sum(job.job_type == "A" for job in part) for part in sorted_split]
+    assert sorted_counts == [8, 0]
+    assert max(abs(c - target) for c in counts) < max(abs(c - target) for c in sorted_counts)
+
+
+@pytest.mark.parametrize("name", [FAIR, PACKED])
+def test_balanced_pop_passes_the_checker_and_stays_below_exact(instance: Instance,
+                                                              name: str) -> None:
+    exact = solve(instance, name, num_rounds=0)
+    pop = solve_pop(instance, name, 2, seed=3, partition="balanced", workers=1, num_rounds=0,
+                    exact_objective=exact.objective)
+    assert pop.status == Status.FEASIBLE and pop.metrics["pop"]["partition"] == "balanced"
+    assert check(instance, pop) == [] and pop.violations == []
+    assert exact.objective is not None and pop.objective is not None
+    assert pop.objective <= exact.objective * (1 + 1e-9)
+    assert normalized_min(instance, pop) == pytest.approx(pop.objective, rel=1e-9)
+    assert sorted(pop.metrics["pop"]["jobs"]) == [8, 8]
+
+
+def test_unknown_partition_is_an_input_error(instance: Instance) -> None:
+    with pytest.raises(InputError, match="partition"):
+        pop_partition(instance, 2, 0, "sorted")  # type: ignore[arg-type]
+
+
+def test_cli_balanced_partition(instance: Instance, tmp_path: Path,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    path, out = tmp_path / "inst.json", tmp_path / "sol.json"
+    write_json_atomic(path, instance.to_dict())
+    code = main(["solve", str(path), "-f", FAIR, "--partitions", "4", "--pop-partition",
+                 "balanced", "--workers", "1", "--rounds", "0", "-q", "-o", str(out)])
+    capsys.readouterr()
+    assert code == 0
+    saved = Solution.model_validate_json(out.read_text())
+    assert saved.metrics["pop"]["partition"] == "balanced"
+    assert saved.metrics["pop"]["jobs"] == [4, 4, 4, 4]
+    assert check(instance, saved) == []
