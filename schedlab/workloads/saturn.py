@@ -39,10 +39,10 @@ from schedlab.profiler.parallelism import (
     JobSpec,
     ModelSpec,
     ParallelismTechnique,
-    estimate_configs,
     get_gpu,
     get_model,
 )
+from schedlab.profiler.scaling import ScalingProfile, configs_for
 from schedlab.workloads.gavel import compact_instance_dict
 
 log = logging.getLogger(__name__)
@@ -98,6 +98,7 @@ def model_selection_instance(
     runtime_noise: float = 0.0,
     runtime_seed: int | None = None,
     restart_cost_s: float | None = None,
+    scaling: str | ScalingProfile = "analytic",
 ) -> Instance:
     """A model-selection workload: one fine-tuning job per (model, learning rate, batch size).
 
@@ -122,6 +123,9 @@ def model_selection_instance(
         runtime_noise, runtime_seed, restart_cost_s: the execution's truth (see
             :func:`with_execution_truth`; ``runtime_seed`` None = ``seed``).  Unlike ``noise``,
             which changes the estimates every planner sees, these leave the estimates alone.
+        scaling: runtimes from the analytic cost model (``"analytic"``, the default), from
+            published multi-GPU speed-ups (``"published"``, :mod:`schedlab.profiler.scaling`,
+            docs/saturn-calibration.md) or from a given :class:`ScalingProfile`.
     """
     nodes = _check_count(nodes, "nodes")
     gpus_per_node = _check_count(gpus_per_node, "gpus_per_node")
@@ -148,7 +152,8 @@ def model_selection_instance(
                                tokens_per_epoch=tokens_per_epoch, epochs=epochs,
                                learning_rate=lr)
                 configs = [c.model_dump(exclude_none=True)
-                           for c in estimate_configs(spec, gpu_spec, counts, techniques)]
+                           for c in configs_for(spec, gpu_spec, counts, techniques,
+                                                scaling=scaling)]
                 if noise > 0:
                     for c in configs:
                         c["runtime_s"] = round(c["runtime_s"] * math.exp(noise * rng.normal()),
@@ -168,8 +173,11 @@ def model_selection_instance(
             f" x learning rates {list(learning_rates)} x batch sizes {list(batch_sizes)}, "
             f"{epochs} epochs of {tokens_per_epoch:g} tokens, micro-batch {micro_batch_size}, "
             f"on {nodes} node(s) x {gpus_per_node} {gpu_spec.name}. Configurations from "
-            "schedlab.profiler.estimate_configs (analytic cost model, docs/parallelism.md); "
-            "the learning rate does not change the estimated runtime"
+            "schedlab.profiler.estimate_configs (analytic cost model, docs/parallelism.md)"
+            + ("" if scaling == "analytic" else
+               f"; runtimes calibrated to {_scaling_label(scaling)} multi-GPU speed-ups "
+               "(schedlab.profiler.scaling, docs/saturn-calibration.md)")
+            + "; the learning rate does not change the estimated runtime"
             + (f"; runtimes x exp({noise:g} z), z ~ N(0,1), seed {seed}" if noise > 0 else "")
             + "."
         ),
@@ -178,6 +186,10 @@ def model_selection_instance(
     }
     return with_execution_truth(instance_from_dict(document, source=label), runtime_noise,
                                 seed if runtime_seed is None else runtime_seed, restart_cost_s)
+
+
+def _scaling_label(scaling: str | ScalingProfile) -> str:
+    return scaling if isinstance(scaling, str) else f"the {scaling.name!r} profile's"
 
 
 # --------------------------------------------------------------------------- three jobs
