@@ -1,0 +1,702 @@
+r"""The cross-paper table: every registered online policy, and Hare's greedy planner, on the
+same four workloads (homogeneous, heterogeneous, dynamic-adaptation, fine-tuning).
+
+No paper has this table; it puts the policies of the five papers side by side on workloads
+none of them was built for alone.  A policy that cannot use a workload's features runs on it
+with what it can see, through the conversions of :mod:`schedlab.analysis.cross_workloads`;
+where a policy truly cannot run, its cell is empty and says why (:func:`plan_for`).
+
+**What is run** per (workload, seed, policy) cell, on the instance of
+:func:`~schedlab.analysis.cross_workloads.build_workload` (sizes: :class:`TableSettings`):
+
+* ``homogeneous``, ``heterogeneous``, ``dynamic``: the round-based engine
+  (:func:`~schedlab.simulator.engine.simulate`, the workload's round length).  Titan's
+  policies run there as the engine runs them (:meth:`~schedlab.policies.titan.Titan.decide`:
+  fixed gangs, no merge candidates); Shockwave's on the homogeneous workload see its jobs as
+  constant-batch-size jobs (:func:`~schedlab.analysis.cross_workloads.as_dynamic`), and
+  cannot run on the heterogeneous one (Shockwave plans one accelerator type).
+* ``fine-tuning``: Titan's world (:func:`~schedlab.simulator.elastic.simulate_elastic`:
+  elastic GPU counts, merges, context switches at every reallocation) for every policy;
+  Titan's policies plan natively, every other one runs through
+  :class:`~schedlab.simulator.elastic_gangs.FixedGangs` (each task on its requested GPUs, no
+  merges), as ``schedlab tables titan`` runs its baselines.  The cluster gets 1 $/GPU-hour
+  (:func:`~schedlab.analysis.cross_workloads.with_unit_price`) so Gavel's cost policies run.
+  Shockwave cannot run here: its planner needs epoch schedules, and the fixed-gang view
+  shows each task as a fraction of work.
+* ``hare.greedy`` (Hare's planner, an offline formulation, rounds known in advance) plans
+  every workload converted to Hare jobs (:func:`~schedlab.analysis.cross_workloads.as_hare`;
+  LP grid :attr:`TableSettings.lp_eps`); its numbers are the plan's, not a simulation's.
+
+**Metrics** per cell (:func:`~schedlab.analysis.metrics.summarize` on its per-job records):
+average and 95th-percentile JCT (s), makespan = max f_j - min a_j (s), unfair fraction
+#{j : rho_j > 1.05} / J (Shockwave's rho, :func:`~schedlab.analysis.metrics.
+finish_time_fairness`, static contention), utilization = busy GPU-seconds / (G x makespan),
+solver seconds per decision (Hare: its LP and greedy seconds, one decision).  Each value is
+the mean and sample std over the seeds.  The heat map colours each policy's mean average JCT
+divided by the best policy's on that workload.
+
+**Cache.**  Each cell is written atomically as ``cells/<policy>__<workload>__seed<s>__<key>
+.json`` (per-job records, run-level numbers, or the reason it could not run) and reused by a
+re-run; ``key`` digests the (converted) instance, the policy, how it runs, the code.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import logging
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from schedlab.analysis import cross_workloads as cw
+from schedlab.analysis import metrics
+from schedlab.analysis.tables import output
+from schedlab.analysis.tables.cells import code_digest, file_safe, mean_std, run_cached
+from schedlab.analysis.tables.output import Block, Document, Heading, pm
+from schedlab.atomic import write_bytes_atomic
+from schedlab.errors import InputError, SchedlabError
+from schedlab.instance import Instance
+
+log = logging.getLogger(__name__)
+
+Route = Literal["engine", "elastic", "hare"]
+#: Hare's planner: a row of the table beside the registered policies.
+HARE = "hare.greedy"
+DEFAULT_SEEDS: tuple[int, ...] = (0, 1, 2)
+DEFAULT_HETEROGENEOUS: Mapping[str, int] = {"v100": 4, "p100": 4, "k80": 4}
+STEM = "cross"
+PLOT_NAME = "cross_heatmap.png"
+CELLS_FOLDER = "cells"
+CELL_FORMAT = 1
+HOUR_S = 3600.0
+#: Record columns a cell keeps per job.
+RECORD_COLUMNS: tuple[str, ...] = ("job", "arrival", "finish", "isolated_time_s",
+                                   "scale_factor", "gpu_seconds")
+#: (summary key, column label, scale, format) of the table's metric columns.
+COLUMNS: tuple[tuple[str, str, float, str], ...] = (
+    ("avg_jct_s", "avg JCT (h)", 1 / HOUR_S, ".2f"),
+    ("p95_jct_s", "p95 JCT (h)", 1 / HOUR_S, ".2f"),
+    ("makespan_s", "makespan (h)", 1 / HOUR_S, ".2f"),
+    ("unfair_fraction", "unfair fraction", 1.0, ".2f"),
+    ("utilization", "utilization", 1.0, ".2f"),
+    ("solver_time_per_decision_s", "solver s/decision", 1.0, ".3f"),
+)
+#: Extra summary keys the CSV keeps.
+EXTRA_KEYS: tuple[str, ...] = ("median_jct_s", "worst_rho", "jobs", "finished", "wall_s")
+
+
+def registered_policies() -> tuple[str, ...]:
+    """Every registered online policy, by name, then Hare's planner."""
+    from schedlab.policies.registry import policies
+
+    return (*sorted(policies()), HARE)
+
+
+@dataclass(frozen=True)
+class TableSettings:
+    """How the table is computed: ``jobs`` jobs per workload, ``gpus`` GPUs of the one-type
+    workloads (homogeneous, dynamic), ``heterogeneous`` for the other, ``titan_gpus`` for
+    fine-tuning (a multiple of 4), Gavel's arrivals at ``jobs_per_hour``, ``seeds``,
+    ``policies`` (None: every registered one and Hare's planner), Hare's LP grid ``lp_eps``
+    and rounds cap ``hare_max_rounds``, ``round_s`` {workload: round length, s} overriding a
+    generator's (Gavel's 360 s, Shockwave's and Titan's 120 s), ``workers`` cells at once in
+    local processes."""
+
+    jobs: int = 24
+    gpus: int = 8
+    heterogeneous: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_HETEROGENEOUS))
+    titan_gpus: int = 16
+    jobs_per_hour: float = 6.0
+    seeds: tuple[int, ...] = DEFAULT_SEEDS
+    policies: tuple[str, ...] | None = None
+    workloads: tuple[str, ...] = cw.WORKLOADS
+    lp_eps: float = 0.25
+    hare_max_rounds: int = cw.HARE_MAX_ROUNDS
+    round_s: Mapping[str, float] = field(default_factory=dict)
+    workers: int = 1
+
+    def policy_names(self) -> tuple[str, ...]:
+        """The table's rows."""
+        return self.policies if self.policies is not None else registered_policies()
+
+    def describe(self) -> str:
+        """One sentence: the workloads, their sizes and the seeds."""
+        mix = " + ".join(f"{n} {k.upper()}" for k, n in self.heterogeneous.items())
+        seeds = ", ".join(str(s) for s in self.seeds)
+        return (f"{self.jobs} jobs per workload: homogeneous on {self.gpus} V100 and "
+                f"heterogeneous on {mix} (Gavel's generator, {self.jobs_per_hour:g} jobs/h), "
+                f"dynamic on {self.gpus} V100 (Shockwave's generator), fine-tuning on "
+                f"{self.titan_gpus} A100 (Titan's generator); seed(s) {seeds}")
+
+
+#: Round lengths of the ``--quick`` table, s: long rounds, few decisions.
+QUICK_ROUND_S: Mapping[str, float] = {"homogeneous": 3600.0, "heterogeneous": 3600.0,
+                                      "dynamic": 600.0, "fine-tuning": 600.0}
+
+
+def quick_settings(**overrides: Any) -> TableSettings:
+    """The ``--quick`` table (under a minute on 2 cores): 6 jobs per workload on 4 GPUs
+    (heterogeneous 2 + 2 + 2, fine-tuning 8), rounds of :data:`QUICK_ROUND_S`, seed 0, every
+    policy."""
+    base = TableSettings(jobs=6, gpus=4, heterogeneous={"v100": 2, "p100": 2, "k80": 2},
+                         titan_gpus=8, seeds=(0,), round_s=dict(QUICK_ROUND_S))
+    return replace(base, **overrides)
+
+
+def check_settings(settings: TableSettings) -> None:
+    """Raise :class:`~schedlab.errors.InputError` for settings that cannot make a table."""
+    if not settings.seeds or len(set(settings.seeds)) != len(settings.seeds):
+        raise InputError("the table needs distinct seeds", field="--seeds")
+    if any(s < 0 for s in settings.seeds):
+        raise InputError("seeds must be >= 0", field="--seeds")
+    if settings.jobs < 1:
+        raise InputError("the workloads need at least one job", field="--jobs")
+    if settings.gpus < 1 or sum(settings.heterogeneous.values()) < 1:
+        raise InputError("the clusters need GPUs", field="--gpus")
+    if settings.titan_gpus < 4 or settings.titan_gpus % 4:
+        raise InputError("the fine-tuning cluster needs a multiple of 4 GPUs",
+                         field="titan_gpus")
+    if not (math.isfinite(settings.jobs_per_hour) and settings.jobs_per_hour > 0):
+        raise InputError("jobs_per_hour must be > 0", field="jobs_per_hour")
+    if settings.workers < 1:
+        raise InputError(f"workers must be >= 1, got {settings.workers}", field="--workers")
+    if any(not (math.isfinite(v) and v > 0) for v in settings.round_s.values()):
+        raise InputError("round lengths must be > 0", field="round_s")
+    unknown = [w for w in settings.workloads if w not in cw.WORKLOADS]
+    if unknown or not settings.workloads:
+        raise InputError(f"unknown workload(s) {unknown} (of {', '.join(cw.WORKLOADS)})",
+                         field="workloads")
+    names = settings.policy_names()
+    if not names or len(set(names)) != len(names):
+        raise InputError("the table needs distinct policies", field="policies")
+
+
+# ------------------------------------------------------------------------ how each runs
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a policy runs on a workload: the ``route`` (None: it cannot, ``reason`` says
+    why) and the ``conversion`` it sees the workload through ("" when none)."""
+
+    route: Route | None
+    conversion: str = ""
+    reason: str = ""
+
+
+def _kind(policy: str) -> tuple[str, bool]:
+    """(the policy's ``workload_kind``, whether it plans Titan's elastic world)."""
+    from schedlab.policies.registry import get_policy
+
+    made = get_policy(policy)
+    return made.workload_kind, callable(getattr(made, "plan", None))
+
+
+def plan_for(policy: str, workload: str) -> Plan:
+    """How ``policy`` runs on ``workload`` (module docstring)."""
+    if policy == HARE:
+        return Plan("hare", "as Hare jobs (R_j rounds of m_j tasks; a plan, not simulated)")
+    kind, elastic = _kind(policy)
+    if workload == "fine-tuning":
+        if kind == "shockwave":
+            return Plan(None, reason="Shockwave plans epoch schedules; Titan's world shows "
+                        "each task as a fraction of work")
+        if elastic:
+            return Plan("elastic", "")
+        return Plan("elastic", "fixed gangs: each task on its requested GPUs, no merges")
+    if kind == "shockwave":
+        if workload == "heterogeneous":
+            return Plan(None, reason="Shockwave plans one accelerator type")
+        if workload == "homogeneous":
+            return Plan("engine", "constant batch size (static jobs as Shockwave jobs)")
+        return Plan("engine", "")
+    if kind == "titan":
+        return Plan("engine", "fixed gangs, no merge candidates (round engine)")
+    return Plan("engine", "")
+
+
+def workload_instance(settings: TableSettings, workload: str, seed: int) -> Instance:
+    """The workload of ``seed`` as generated (the fine-tuning one priced,
+    :func:`~schedlab.analysis.cross_workloads.with_unit_price`), with the settings' round
+    length when they give one."""
+    instance = cw.build_workload(workload, jobs=settings.jobs, seed=seed, gpus=(
+        settings.titan_gpus if workload == "fine-tuning" else settings.gpus),
+        heterogeneous=settings.heterogeneous, jobs_per_hour=settings.jobs_per_hour)
+    round_s = settings.round_s.get(workload)
+    if round_s is not None and round_s != instance.params.round_s:
+        instance = instance.model_copy(
+            update={"params": instance.params.model_copy(update={"round_s": round_s})})
+    return cw.with_unit_price(instance) if workload == "fine-tuning" else instance
+
+
+def policy_instance(settings: TableSettings, instance: Instance, policy: str, workload: str,
+                    plan: Plan) -> Instance:
+    """What ``policy`` is given of the workload ``instance`` under ``plan``."""
+    if plan.route == "hare":
+        return cw.as_hare(instance, settings.hare_max_rounds)
+    if plan.route == "engine" and workload == "homogeneous" and _kind(policy)[0] == "shockwave":
+        return cw.as_dynamic(instance)
+    return instance
+
+
+# -------------------------------------------------------------------------------- cells
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One simulation or plan: ``policy`` on the ``workload`` of ``seed``."""
+
+    policy: str
+    workload: str
+    seed: int
+    route: Route | None
+    reason: str
+    instance: Instance | None
+    lp_eps: float
+    key: str
+
+    @property
+    def file_name(self) -> str:
+        """``<policy>__<workload>__seed<seed>__<key>.json`` (file-safe)."""
+        return (f"{file_safe(self.policy)}__{self.workload}__seed{self.seed}__"
+                f"{self.key}.json")
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """A cell's per-job records and run-level numbers, or why it has none."""
+
+    policy: str
+    workload: str
+    seed: int
+    reason: str = ""
+    records: pd.DataFrame | None = None
+    gpus: int = 0
+    busy_gpu_s: float = 0.0
+    solver_time_s: float = 0.0
+    decisions: int = 0
+    wall_s: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The cell file's content."""
+        records = None
+        if self.records is not None:
+            records = {c: [None if isinstance(v, float) and math.isnan(v) else v
+                           for v in self.records[c].tolist()] for c in RECORD_COLUMNS}
+        return {"format": CELL_FORMAT, "policy": self.policy, "workload": self.workload,
+                "seed": self.seed, "reason": self.reason, "records": records,
+                "gpus": self.gpus, "busy_gpu_s": self.busy_gpu_s,
+                "solver_time_s": self.solver_time_s, "decisions": self.decisions,
+                "wall_s": self.wall_s}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CellResult:
+        """Read a cell file's content (:class:`KeyError` / :class:`ValueError` if bad)."""
+        if data.get("format") != CELL_FORMAT:
+            raise ValueError(f"cell format {data.get('format')!r}, expected {CELL_FORMAT}")
+        raw = data["records"]
+        records = None
+        if raw is not None:
+            records = pd.DataFrame({
+                "job": [str(j) for j in raw["job"]],
+                **{c: np.asarray([math.nan if v is None else v for v in raw[c]], dtype=float)
+                   for c in RECORD_COLUMNS if c != "job"}})
+        return cls(policy=str(data["policy"]), workload=str(data["workload"]),
+                   seed=int(data["seed"]), reason=str(data["reason"]), records=records,
+                   gpus=int(data["gpus"]), busy_gpu_s=float(data["busy_gpu_s"]),
+                   solver_time_s=float(data["solver_time_s"]),
+                   decisions=int(data["decisions"]), wall_s=float(data["wall_s"]))
+
+    def summary(self) -> dict[str, float]:
+        """:func:`~schedlab.analysis.metrics.summarize` of the records (empty without)."""
+        if self.records is None:
+            return {}
+        frame = self.records.assign(**{metrics.RUN_BUSY_GPU_SECONDS: self.busy_gpu_s})
+        out = metrics.summarize(frame, self.gpus, solver_time_s=self.solver_time_s,
+                                decisions=self.decisions)
+        out["wall_s"] = self.wall_s
+        return out
+
+
+def cell_key(instance: Instance | None, policy: str, route: Route | None, reason: str,
+             lp_eps: float) -> str:
+    """12 hex digits naming a cell: instance, policy, route, the code, the format."""
+    text = json.dumps({"instance": instance.model_dump_json() if instance else None,
+                       "policy": policy, "route": route, "reason": reason,
+                       "lp_eps": lp_eps if route == "hare" else None,
+                       "code": code_digest(), "format": CELL_FORMAT})
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _cost_rank(cell: Cell) -> int:
+    """Slow cells first (a rough order: planners and MILPs, then LP policies)."""
+    if cell.route is None:
+        return 9
+    if cell.route == "hare" or cell.policy.startswith(("shockwave", "titan")):
+        return 0
+    return 1 if cell.policy.startswith("gavel.") else 2
+
+
+def plan_cells(settings: TableSettings) -> list[Cell]:
+    """Every (workload, seed, policy) cell, the slow ones first."""
+    cells = []
+    for workload in settings.workloads:
+        for seed in settings.seeds:
+            instance = workload_instance(settings, workload, seed)
+            for policy in settings.policy_names():
+                plan = plan_for(policy, workload)
+                given = (policy_instance(settings, instance, policy, workload, plan)
+                         if plan.route else None)
+                cells.append(Cell(policy, workload, seed, plan.route, plan.reason, given,
+                                  settings.lp_eps,
+                                  cell_key(given, policy, plan.route, plan.reason,
+                                           settings.lp_eps)))
+    cells.sort(key=_cost_rank)
+    return cells
+
+
+def _simulated(cell: Cell) -> tuple[pd.DataFrame, int, float, float, int]:
+    """(records, GPUs, busy GPU-s, solver s, decisions) of a simulated cell."""
+    from schedlab.policies.registry import get_policy
+    from schedlab.simulator.elastic import simulate_elastic
+    from schedlab.simulator.elastic_gangs import FixedGangs
+    from schedlab.simulator.engine import simulate
+
+    assert cell.instance is not None
+    policy = get_policy(cell.policy)
+    if cell.route == "elastic":
+        runner = policy if callable(getattr(policy, "plan", None)) else FixedGangs(policy)
+        result = simulate_elastic(cell.instance, runner, seed=cell.seed)  # type: ignore[arg-type]
+    else:
+        result = simulate(cell.instance, policy=policy, seed=cell.seed,
+                          round_s=cell.instance.params.round_s)
+    frame = result.to_dataframe()
+    records = frame[list(RECORD_COLUMNS)].copy()
+    records["job"] = records["job"].astype(str)
+    return (records, sum(result.gpus.values()), float(sum(result.busy_gpu_seconds().values())),
+            float(result.solver_time_s), int(result.decisions))
+
+
+def _planned(cell: Cell) -> tuple[pd.DataFrame, int, float, float, int]:
+    """(records, GPUs, busy GPU-s, solver s, decisions) of Hare's plan: completions C_j from
+    the plan, busy = the tasks' seconds, one decision of the LP's and the greedy's seconds."""
+    from schedlab.registry import get_formulation
+
+    assert cell.instance is not None
+    solution = get_formulation(HARE, eps=cell.lp_eps).solve(cell.instance)
+    if not solution.status.has_solution:
+        raise SchedlabError(f"hare.greedy ended {solution.status.value}: "
+                            f"{'; '.join(solution.diagnostics)}")
+    done = solution.metrics["completion_s"]
+    jobs = cell.instance.jobs
+    busy_of = dict.fromkeys((job.id for job in jobs), 0.0)
+    for entry in solution.schedule:
+        busy_of[entry.job] += float(entry.end) - float(entry.start)
+    records = pd.DataFrame({
+        "job": [job.id for job in jobs],
+        "arrival": [float(job.arrival) for job in jobs],
+        "finish": [float(done[job.id]) for job in jobs],
+        "isolated_time_s": [job.rounds * min(job.task_seconds.values())  # type: ignore
+                            for job in jobs],
+        "scale_factor": [float(job.tasks_per_round) for job in jobs],  # type: ignore[arg-type]
+        "gpu_seconds": [busy_of[job.id] for job in jobs],
+    })
+    gpus = sum(pool.count for pool in cell.instance.cluster.accelerators.values())
+    seconds = float(solution.metrics.get("lp_s", 0.0)) + float(
+        solution.metrics.get("greedy_s", 0.0))
+    return records, gpus, float(sum(busy_of.values())), seconds, 1
+
+
+def run_policy(cell: Cell) -> CellResult:
+    """Simulate (or plan) the cell; a run the policy cannot make becomes a stated reason."""
+    if cell.route is None:
+        return CellResult(cell.policy, cell.workload, cell.seed, reason=cell.reason)
+    t0 = time.perf_counter()
+    try:
+        records, gpus, busy, solver_s, decisions = (
+            _planned(cell) if cell.route == "hare" else _simulated(cell))
+    except SchedlabError as exc:
+        log.warning("%s on %s (seed %d) could not run: %s", cell.policy, cell.workload,
+                    cell.seed, exc)
+        return CellResult(cell.policy, cell.workload, cell.seed,
+                          reason=f"failed: {' '.join(str(exc).split())}",
+                          wall_s=time.perf_counter() - t0)
+    return CellResult(cell.policy, cell.workload, cell.seed, records=records, gpus=gpus,
+                      busy_gpu_s=busy, solver_time_s=solver_s, decisions=decisions,
+                      wall_s=time.perf_counter() - t0)
+
+
+def run_cell(cell: Cell, folder: str) -> CellResult:
+    """Run a cell and write its file atomically (also in a worker process)."""
+    result = run_policy(cell)
+    write_bytes_atomic(Path(folder) / cell.file_name,
+                       json.dumps(result.to_json(), indent=1).encode())
+    return result
+
+
+def read_cell(path: Path) -> CellResult | None:
+    """A cell file's result, or None (with a warning) when it cannot be read."""
+    try:
+        return CellResult.from_json(json.loads(path.read_text()))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.warning("ignoring unreadable cell file %s (%s)", path, exc)
+        return None
+
+
+CellKey = tuple[str, str, int]
+
+
+def run_cells(cells: Sequence[Cell], folder: Path, workers: int = 1,
+              on_cell: Callable[[str], None] | None = None) -> dict[CellKey, CellResult]:
+    """Every cell's result by (workload, policy, seed), cached in ``folder``
+    (:func:`~schedlab.analysis.tables.cells.run_cached`)."""
+    return run_cached(
+        cells, folder, run=run_cell, read=read_cell,
+        key=lambda c: (c.workload, c.policy, c.seed),
+        describe=lambda c: f"{c.policy} on {c.workload}, seed {c.seed}",
+        workers=workers, on_cell=on_cell)
+
+
+# --------------------------------------------------------------------------------- rows
+
+
+@dataclass(frozen=True)
+class Row:
+    """One policy on one workload over the seeds: how it ran, or why it could not."""
+
+    policy: str
+    workload: str
+    plan: Plan
+    reason: str = ""
+    mean: dict[str, float] = field(default_factory=dict)
+    std: dict[str, float] = field(default_factory=dict)
+    per_seed: dict[int, dict[str, float]] = field(default_factory=dict)
+    unfinished: int = 0
+
+    @property
+    def ran(self) -> bool:
+        """Whether the row has values."""
+        return not self.reason
+
+
+@dataclass(frozen=True)
+class CrossTable:
+    """The computed table: settings (policies resolved) and one row per (workload,
+    policy)."""
+
+    settings: TableSettings
+    rows: list[Row]
+
+    def at(self, workload: str) -> list[Row]:
+        """The rows of one workload, in policy order."""
+        return [r for r in self.rows if r.workload == workload]
+
+    def row(self, workload: str, policy: str) -> Row:
+        """The row of ``policy`` on ``workload``."""
+        return next(r for r in self.rows if r.workload == workload and r.policy == policy)
+
+    def normalized_jct(self) -> pd.DataFrame:
+        """Mean average JCT / the best policy's on the same workload (policies x workloads;
+        NaN where a policy has no value)."""
+        cfg = self.settings
+        data = {}
+        for workload in cfg.workloads:
+            values = {r.policy: r.mean.get("avg_jct_s", math.nan) if r.ran else math.nan
+                      for r in self.at(workload)}
+            finite = [v for v in values.values() if math.isfinite(v)]
+            best = min(finite) if finite else math.nan
+            data[workload] = {p: v / best if finite else math.nan for p, v in values.items()}
+        return pd.DataFrame(data, index=list(cfg.policy_names()))
+
+    def winners(self) -> dict[str, str]:
+        """The policy with the lowest mean average JCT on each workload."""
+        norm = self.normalized_jct()
+        return {w: str(norm[w].idxmin()) for w in norm.columns if norm[w].notna().any()}
+
+
+def _row(workload: str, policy: str, seeds: Sequence[int],
+         results: Mapping[CellKey, CellResult]) -> Row:
+    plan = plan_for(policy, workload)
+    own = [results[workload, policy, seed] for seed in seeds]
+    reasons = [r.reason for r in own if r.reason]
+    if reasons:
+        return Row(policy=policy, workload=workload, plan=plan, reason=reasons[0])
+    per_seed = {seed: r.summary() for seed, r in zip(seeds, own, strict=True)}
+    mean: dict[str, float] = {}
+    std: dict[str, float] = {}
+    for key in (*(k for k, *_ in COLUMNS), *EXTRA_KEYS):
+        mean[key], std[key] = mean_std([v[key] for v in per_seed.values()])
+    unfinished = int(sum(v["jobs"] - v["finished"] for v in per_seed.values()))
+    return Row(policy=policy, workload=workload, plan=plan, mean=mean, std=std,
+               per_seed=per_seed, unfinished=unfinished)
+
+
+def cross_table(settings: TableSettings | None = None, out_dir: str | Path = ".",
+                on_cell: Callable[[str], None] | None = None) -> CrossTable:
+    """Compute the table (module docstring); cells cached in ``out_dir/cells/``."""
+    cfg = settings or TableSettings()
+    check_settings(cfg)
+    cfg = replace(cfg, policies=cfg.policy_names())
+    results = run_cells(plan_cells(cfg), Path(out_dir) / CELLS_FOLDER, cfg.workers, on_cell)
+    rows = [_row(w, p, cfg.seeds, results) for w in cfg.workloads for p in cfg.policy_names()]
+    return CrossTable(settings=cfg, rows=rows)
+
+
+# ------------------------------------------------------------------------------ outputs
+
+CSV_COLUMNS: tuple[str, ...] = (
+    "workload", "policy", "runs_as", "reason", "stat", "seed",
+    *(k for k, *_ in COLUMNS), *EXTRA_KEYS, "normalized_avg_jct",
+)
+
+
+def to_frame(table: CrossTable) -> pd.DataFrame:
+    """The CSV: per (workload, policy) one row per seed, then ``mean`` and ``std`` rows; a
+    policy that could not run has one row with its reason."""
+    norm = table.normalized_jct()
+    keys = (*(k for k, *_ in COLUMNS), *EXTRA_KEYS)
+    out: list[dict[str, Any]] = []
+    for row in table.rows:
+        head = {"workload": row.workload, "policy": row.policy,
+                "runs_as": row.plan.conversion or "native", "reason": row.reason}
+        if not row.ran:
+            out.append({**head, "stat": "none"})
+            continue
+        for seed, values in row.per_seed.items():
+            out.append({**head, "stat": "seed", "seed": seed, **{k: values[k] for k in keys}})
+        out.append({**head, "stat": "mean", **row.mean,
+                    "normalized_avg_jct": norm.loc[row.policy, row.workload]})
+        out.append({**head, "stat": "std", **row.std})
+    frame = pd.DataFrame(out, columns=list(CSV_COLUMNS))
+    frame["seed"] = frame["seed"].astype("Int64")
+    return frame
+
+
+def _runs_as(row: Row) -> str:
+    if not row.ran:
+        return f"n/a: {row.reason}"
+    return row.plan.conversion or "native"
+
+
+def document(table: CrossTable) -> Document:
+    """The table's text: what was run, one block per workload, the winners."""
+    cfg = table.settings
+    seeds = len(cfg.seeds)
+    spread = f"mean ± sample std over {seeds} seeds" if seeds > 1 else "one seed"
+    parts: list[str | Heading | Block] = [
+        f"Ran: {cfg.describe()}. Every registered policy and Hare's greedy planner "
+        "(`hare.greedy`, a plan of the workload converted to Hare jobs) on each workload; a "
+        "policy sees the workload through the conversion in 'runs as', or gets no values and "
+        "the reason. Gavel's and Shockwave's workloads run in the round engine, the "
+        "fine-tuning one in Titan's elastic world (switch costs, elastic counts, merges) for "
+        f"every policy. No paper reports this table. Cells: {spread}; unfair fraction = "
+        "share of jobs with Shockwave's rho > 1.05; utilization = busy GPU-s / (G x "
+        "makespan).",
+    ]
+    header = ["policy", *(label for _, label, _, _ in COLUMNS), "runs as"]
+    for workload in cfg.workloads:
+        rows = []
+        for row in table.at(workload):
+            cells = [row.policy]
+            for key, _, scale, spec in COLUMNS:
+                cells.append(pm(row.mean[key], row.std[key], spec, scale, seeds) if row.ran
+                             else "-")
+            cells.append(_runs_as(row))
+            rows.append(cells)
+        parts += [Heading(f"{workload}: {cw.WORKLOAD_TEXT[workload]}"),
+                  Block(header=header, rows=rows, align="l" + "r" * len(COLUMNS) + "l")]
+    winners = table.winners()
+    if winners:
+        parts.append("Lowest mean average JCT: " + "; ".join(
+            f"{w}: {p}" for w, p in winners.items()) + f". Heat map: {PLOT_NAME}.")
+    unfinished = sum(r.unfinished for r in table.rows)
+    if unfinished:
+        parts.append(f"{unfinished} job(s) did not finish; their JCTs are left out.")
+    return Document(title="Cross-paper table: every policy on the same four workloads",
+                    parts=parts)
+
+
+def render_markdown(table: CrossTable) -> str:
+    """``cross.md``: :func:`document` as Markdown."""
+    return output.render_markdown(document(table))
+
+
+def plot_heatmap(table: CrossTable, path: str | Path, dpi: int = 120) -> Path:
+    """Policies x workloads, colour = mean average JCT / the best policy's on the workload
+    (log scale), each cell annotated; grey with "n/a" where a policy has no value."""
+    from matplotlib.colors import LogNorm
+
+    from schedlab.analysis.plots import _pyplot, _save
+
+    plt = _pyplot()
+    norm = table.normalized_jct()
+    values = norm.to_numpy(dtype=float)
+    finite = values[np.isfinite(values)]
+    high = max(2.0, float(finite.max())) if len(finite) else 2.0
+    fig, ax = plt.subplots(figsize=(2.0 + 1.6 * len(norm.columns), 1.0 + 0.28 * len(norm)))
+    cmap = plt.get_cmap("viridis_r").with_extremes(bad="0.85")
+    image = ax.imshow(np.ma.masked_invalid(values), aspect="auto", cmap=cmap,
+                      norm=LogNorm(vmin=1.0, vmax=high))
+    for i in range(values.shape[0]):
+        for j in range(values.shape[1]):
+            text = "n/a" if not math.isfinite(values[i, j]) else f"{values[i, j]:.2f}"
+            ax.text(j, i, text, ha="center", va="center", fontsize=7)
+    ax.set_xticks(range(len(norm.columns)), list(norm.columns))
+    ax.set_yticks(range(len(norm)), list(norm.index), fontsize=7)
+    ax.set_title("average JCT / best policy's on the workload")
+    fig.colorbar(image, ax=ax, shrink=0.6)
+    fig.tight_layout()
+    try:
+        return _save(fig, Path(path), dpi)
+    finally:
+        plt.close(fig)
+
+
+def write_outputs(table: CrossTable, out_dir: str | Path, *,
+                  command: Sequence[str] | None = None,
+                  started: dt.datetime | None = None) -> list[Path]:
+    """Write ``cross.md``, ``.csv``, ``.tex``, the heat map and ``cross.manifest.json``
+    (each atomically; :mod:`~schedlab.analysis.tables.output`)."""
+    folder = Path(out_dir)
+    written = output.write_table_files(folder, STEM, document(table), to_frame(table))
+    written.append(plot_heatmap(table, folder / PLOT_NAME))
+    written.append(output.write_manifest(folder, STEM, written, seeds=table.settings.seeds,
+                                         settings=table.settings, command=command,
+                                         started=started))
+    return written
+
+
+def cells_count(settings: TableSettings) -> int:
+    """Cells of the table (one progress step each)."""
+    return len(settings.workloads) * len(settings.seeds) * len(settings.policy_names())
+
+
+__all__ = [
+    "HARE",
+    "Cell",
+    "CellResult",
+    "CrossTable",
+    "Plan",
+    "Row",
+    "TableSettings",
+    "cells_count",
+    "check_settings",
+    "cross_table",
+    "plan_cells",
+    "plan_for",
+    "policy_instance",
+    "quick_settings",
+    "registered_policies",
+    "render_markdown",
+    "run_policy",
+    "workload_instance",
+    "write_outputs",
+]
