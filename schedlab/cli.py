@@ -226,6 +226,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_shockwave_table(which, common)
     _add_titan_table(which, common)
     _add_hare_table(which, common)
+    _add_gavel_table(which, common)
+    _add_cross_table(which, common)
 
     titan = sub.add_parser("titan", help="Titan tools (merge rule)",
                            description="Tools for Titan's task merging.")
@@ -892,6 +894,101 @@ def _cmd_tables_hare(args: argparse.Namespace) -> int:
     if args.lp_eps is not None:
         settings = replace(settings, lp_eps=args.lp_eps)
     return _run_table(args, ht, ht.hare_table, settings, out, "hare table")
+
+
+def _add_gavel_table(which: Any, common: argparse.ArgumentParser) -> None:
+    """``tables gavel``: average JCT vs rate, heterogeneity-aware vs agnostic
+    (docs/reproduction.md)."""
+    import os
+
+    gavel = which.add_parser(
+        "gavel", parents=[common],
+        help="Gavel: average JCT of heterogeneity-aware vs agnostic policies vs job rate",
+        description="Simulate Gavel's max-min fairness (LAS), FIFO and finish-time fairness, "
+        "each heterogeneity-aware and agnostic, on the shipped trace-1000 and on Gavel's "
+        "single-GPU generator at several rates (36:36:36 V100:P100:K80, 360 s rounds); write "
+        "gavel.md, .csv, .tex, gavel_jct_vs_rate.png and gavel.manifest.json to --out. "
+        "Finished cells are kept in OUT/cells/ and reused. See docs/reproduction.md.")
+    gavel.add_argument("--out", required=True, metavar="DIR",
+                       help="output folder (created if missing)")
+    gavel.add_argument("--quick", action="store_true",
+                       help="a small table: the trace's first 40 jobs, 30 generated jobs at "
+                       "2 and 6 jobs/h, 1 seed")
+    gavel.add_argument("--seeds", type=_positive_int, metavar="N",
+                       help="seeds FIRST..FIRST+N-1 (default: 3; --quick: 1)")
+    gavel.add_argument("--first-seed", type=_nonnegative_int, default=0, metavar="S",
+                       help="first seed (default: 0, as Gavel's sweeps)")
+    gavel.add_argument("--jobs", type=_positive_int, metavar="N",
+                       help="generated jobs per run (default: 300; --quick: 30)")
+    gavel.add_argument("--rates", type=_rate_list, metavar="R,R,...",
+                       help="generator rates, jobs/hour (default: 2,4,6; --quick: 2,6)")
+    gavel.add_argument("--trace", metavar="FILE",
+                       help="trace instance file (default: instances/gavel/trace-1000.json.gz)")
+    gavel.add_argument("--no-trace", action="store_true", help="leave the trace column out")
+    gavel.add_argument("--workers", type=_positive_int, metavar="W",
+                       default=min(2, os.cpu_count() or 1),
+                       help="simulations in parallel, in local processes (default: "
+                       "%(default)s)")
+    gavel.set_defaults(handler=_cmd_tables_gavel)
+
+
+def _cmd_tables_gavel(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from schedlab.analysis.tables import gavel as gt
+
+    out = _table_out(args)
+    settings = _seeded(gt.quick_settings() if args.quick else gt.TableSettings(), args)
+    if args.jobs is not None:
+        settings = replace(settings, jobs=args.jobs)
+    if args.rates is not None:
+        settings = replace(settings, rates=tuple(args.rates))
+    if args.trace is not None:
+        settings = replace(settings, trace=args.trace)
+    if args.no_trace:
+        settings = replace(settings, trace=None)
+    return _run_table(args, gt, gt.gavel_table, settings, out, "gavel table")
+
+
+def _add_cross_table(which: Any, common: argparse.ArgumentParser) -> None:
+    """``tables cross``: every policy on the same four workloads (docs/reproduction.md)."""
+    import os
+
+    cross = which.add_parser(
+        "cross", parents=[common],
+        help="every policy (and Hare's planner) on the same four workloads",
+        description="Run every registered online policy and Hare's greedy planner on four "
+        "workloads (homogeneous and heterogeneous Gavel jobs, Shockwave's dynamic jobs, "
+        "Titan's fine-tuning tasks), each seeing what it can of them (conversions listed in "
+        "docs/reproduction.md); write cross.md, .csv, .tex, cross_heatmap.png and "
+        "cross.manifest.json to --out. Finished cells are kept in OUT/cells/ and reused.")
+    cross.add_argument("--out", required=True, metavar="DIR",
+                       help="output folder (created if missing)")
+    cross.add_argument("--quick", action="store_true",
+                       help="a small table: 6 jobs per workload on 4-8 GPUs, 1 seed, every "
+                       "policy")
+    cross.add_argument("--seeds", type=_positive_int, metavar="N",
+                       help="seeds FIRST..FIRST+N-1 (default: 3; --quick: 1)")
+    cross.add_argument("--first-seed", type=_nonnegative_int, default=0, metavar="S",
+                       help="first seed (default: 0)")
+    cross.add_argument("--jobs", type=_positive_int, metavar="N",
+                       help="jobs per workload (default: 16; --quick: 6)")
+    cross.add_argument("--workers", type=_positive_int, metavar="W",
+                       default=min(2, os.cpu_count() or 1),
+                       help="cells in parallel, in local processes (default: %(default)s)")
+    cross.set_defaults(handler=_cmd_tables_cross)
+
+
+def _cmd_tables_cross(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from schedlab.analysis.tables import cross as ct
+
+    out = _table_out(args)
+    settings = _seeded(ct.quick_settings() if args.quick else ct.TableSettings(), args)
+    if args.jobs is not None:
+        settings = replace(settings, jobs=args.jobs)
+    return _run_table(args, ct, ct.cross_table, settings, out, "cross table")
 
 
 # ------------------------------------------------------------------- simulate, compare

@@ -1,0 +1,562 @@
+r"""Gavel's headline figure: average JCT vs input job rate for heterogeneity-aware vs
+heterogeneity-agnostic policies, and the agnostic / aware ratio (Gavel's "up to 3.5x").
+
+Gavel (OSDI'20, Figure 8) simulates the *continuous-single* trace (single-GPU jobs, Poisson
+arrivals) on 36 V100 + 36 P100 + 36 K80 GPUs with 360 s rounds, sweeps the input rate over
+``numpy.linspace(0, 6, 16)[1:]`` jobs/hour, averages jobs 4000-5000 of each run and seeds
+0, 1, 2 (its ``EXPERIMENTS.md``: ``run_sweep_continuous.py -s 4000 -e 5000 -c 36:36:36
+-a 0.0 -b 6.0 -n 16``).  This table keeps the cluster, the rounds, the single-GPU generator
+and the seeds, and measures far fewer jobs per run so that it runs in minutes.
+
+**Policy pairs** (:data:`PAIRS`, rows): each heterogeneity-aware ``gavel.*`` policy and its
+``_agnostic`` variant -- least attained service = max-min fairness
+(``gavel.max_min_fairness`` / ``gavel.max_min_fairness_agnostic``, Gavel's "LAS w/ Gavel" /
+"LAS"), FIFO (``gavel.fifo`` / ``gavel.fifo_agnostic``) and finish-time fairness
+(``gavel.finish_time_fairness`` / ``gavel.finish_time_fairness_agnostic``).
+
+**Workloads** (columns): (a) the shipped trace ``instances/gavel/trace-1000.json.gz`` (1000
+jobs, single- and multi-GPU, its own arrival times, 36:36:36, 360 s rounds; the first
+:attr:`TableSettings.trace_jobs` jobs when that is set) and (b) Gavel's generator
+(:func:`~schedlab.workloads.gavel.generate_gavel_instance`, ``multi_gpu=False``: the
+continuous-single trace) with :attr:`TableSettings.jobs` jobs at each rate of
+:attr:`TableSettings.rates` jobs/hour on :attr:`TableSettings.cluster`.  Every cell runs the
+round-based simulator (:func:`~schedlab.simulator.engine.simulate`, schedlab's round
+mechanism) with the cell's seed, which also draws the generated workload.  Policies in
+:attr:`TableSettings.trace_first_seed_only` (default: the finish-time-fairness pair, about
+5 minutes per run on the trace) run on the trace with the first seed only.
+
+**Metrics** per cell: average JCT = (1/J) sum_j (C_j - r_j) over the jobs that finished
+(seconds; the count of unfinished jobs is kept), and per (workload, pair, seed) the ratio
+agnostic / aware of the average JCTs (> 1: heterogeneity awareness helps); mean and sample
+std over seeds.  "Up to" = the largest mean ratio over the workloads.
+
+**Cache.**  Each cell is written atomically as ``cells/<policy>__<workload>__seed<s>__<key>
+.json`` and reused by a re-run; ``key`` digests the workload, the policy, the seed, the
+source of every ``schedlab`` module outside ``schedlab.analysis`` and the cell format.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import logging
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from schedlab.analysis.tables import output
+from schedlab.analysis.tables.cells import code_digest, file_safe, mean_std, ratio, run_cached
+from schedlab.analysis.tables.output import Block, Document, Heading, pm
+from schedlab.atomic import write_bytes_atomic
+from schedlab.errors import InputError
+from schedlab.instance import Instance
+
+log = logging.getLogger(__name__)
+
+#: (label, heterogeneity-aware policy, heterogeneity-agnostic policy) in row order.
+PAIRS: tuple[tuple[str, str, str], ...] = (
+    ("LAS (max-min fairness)", "gavel.max_min_fairness", "gavel.max_min_fairness_agnostic"),
+    ("FIFO", "gavel.fifo", "gavel.fifo_agnostic"),
+    ("Finish-time fairness", "gavel.finish_time_fairness",
+     "gavel.finish_time_fairness_agnostic"),
+)
+#: Gavel's headline: heterogeneity-aware policies cut average JCT by up to this factor.
+PAPER_UP_TO = 3.5
+#: Gavel's Figure 8 rates: numpy.linspace(0, 6, 16) without 0, jobs/hour.
+PAPER_RATES: tuple[float, ...] = tuple(float(r) for r in np.linspace(0.0, 6.0, 16)[1:])
+DEFAULT_SEEDS: tuple[int, ...] = (0, 1, 2)
+DEFAULT_CLUSTER: tuple[tuple[str, int], ...] = (("v100", 36), ("p100", 36), ("k80", 36))
+#: The shipped trace, relative to the repository root.
+TRACE_RELATIVE = "instances/gavel/trace-1000.json.gz"
+#: Workload name of the trace column.
+TRACE = "trace"
+STEM = "gavel"
+MARKDOWN_NAME = f"{STEM}.md"
+CSV_NAME = f"{STEM}.csv"
+LATEX_NAME = f"{STEM}.tex"
+MANIFEST_NAME = f"{STEM}{output.MANIFEST_SUFFIX}"
+PLOT_NAME = "gavel_jct_vs_rate.png"
+CELLS_FOLDER = "cells"
+CELL_FORMAT = 1
+HOUR_S = 3600.0
+
+
+def default_trace() -> str:
+    """The shipped trace: next to the installed package (a source checkout), else the
+    current folder's ``instances/gavel/trace-1000.json.gz``."""
+    import schedlab
+
+    beside = Path(schedlab.__file__).resolve().parents[1] / TRACE_RELATIVE
+    return str(beside) if beside.is_file() else TRACE_RELATIVE
+
+
+@dataclass(frozen=True)
+class TableSettings:
+    """How the table is computed: the ``trace`` file (None: no trace column; its first
+    ``trace_jobs`` jobs, None: all), ``jobs`` generated single-GPU jobs at each of ``rates``
+    jobs/hour on ``cluster``, ``seeds``, the policy ``pairs`` in row order, the simulator's
+    ``round_s``, the policies run on the trace with the first seed only, ``workers`` cells
+    at once in local processes."""
+
+    trace: str | None = field(default_factory=default_trace)
+    trace_jobs: int | None = None
+    jobs: int = 300
+    rates: tuple[float, ...] = (2.0, 4.0, 6.0)
+    cluster: tuple[tuple[str, int], ...] = DEFAULT_CLUSTER
+    seeds: tuple[int, ...] = DEFAULT_SEEDS
+    pairs: tuple[tuple[str, str, str], ...] = PAIRS
+    round_s: float = 360.0
+    trace_first_seed_only: tuple[str, ...] = ("gavel.finish_time_fairness",
+                                              "gavel.finish_time_fairness_agnostic")
+    workers: int = 1
+
+    @property
+    def policies(self) -> list[str]:
+        """Every policy, aware then agnostic per pair, in row order."""
+        return [name for _, aware, agnostic in self.pairs for name in (aware, agnostic)]
+
+    def workloads(self) -> list[str]:
+        """The columns: ``trace`` (when a trace is given), then ``rate<r>`` per rate."""
+        return ([TRACE] if self.trace is not None else []) + [rate_name(r) for r in self.rates]
+
+    def seeds_for(self, workload: str, policy: str) -> tuple[int, ...]:
+        """The seeds a policy runs with on a workload."""
+        if workload == TRACE and policy in self.trace_first_seed_only:
+            return self.seeds[:1]
+        return self.seeds
+
+    def describe(self) -> str:
+        """One sentence: the workloads and the seeds."""
+        mix = " + ".join(f"{n} {k.upper()}" for k, n in self.cluster)
+        trace = ""
+        if self.trace is not None:
+            count = "all" if self.trace_jobs is None else f"the first {self.trace_jobs}"
+            trace = f"{count} jobs of {Path(self.trace).name} at its own arrival times; "
+        rates = ", ".join(f"{r:g}" for r in self.rates)
+        seeds = ", ".join(str(s) for s in self.seeds)
+        return (f"{trace}Gavel's generator, {self.jobs} single-GPU jobs (continuous-single) "
+                f"at {rates} jobs/hour on {mix}; {self.round_s:g} s rounds; seed(s) {seeds}")
+
+
+def rate_name(rate: float) -> str:
+    """The workload name of a generator rate: ``rate<r>``."""
+    return f"rate{rate:g}"
+
+
+def quick_settings(**overrides: Any) -> TableSettings:
+    """The ``--quick`` table (well under a minute): the first 40 jobs of the trace, 30
+    generated jobs at 2 and 6 jobs/hour on 36:36:36, seed 0, all three pairs."""
+    base = TableSettings(trace_jobs=40, jobs=30, rates=(2.0, 6.0), seeds=(0,))
+    return replace(base, **overrides)
+
+
+def check_settings(settings: TableSettings) -> None:
+    """Raise :class:`~schedlab.errors.InputError` for settings that cannot make a table."""
+    from schedlab.policies.registry import get_policy
+
+    if not settings.seeds or len(set(settings.seeds)) != len(settings.seeds):
+        raise InputError("the table needs distinct seeds", field="--seeds")
+    if any(s < 0 for s in settings.seeds):
+        raise InputError("seeds must be >= 0", field="--seeds")
+    if settings.jobs < 1 or (settings.trace_jobs is not None and settings.trace_jobs < 1):
+        raise InputError("job counts must be >= 1", field="--jobs")
+    if not settings.rates and settings.trace is None:
+        raise InputError("the table needs a rate or a trace", field="--rates")
+    if any(not (math.isfinite(r) and r > 0) for r in settings.rates):
+        raise InputError("rates must be > 0 jobs/hour", field="--rates")
+    if len(set(settings.rates)) != len(settings.rates):
+        raise InputError("rates must be distinct", field="--rates")
+    if not (math.isfinite(settings.round_s) and settings.round_s > 0):
+        raise InputError(f"round_s must be > 0, got {settings.round_s}", field="--round-s")
+    if settings.workers < 1:
+        raise InputError(f"workers must be >= 1, got {settings.workers}", field="--workers")
+    if settings.trace is not None and not Path(settings.trace).is_file():
+        raise InputError("trace file not found", file=settings.trace, field="--trace")
+    if not settings.pairs or len(set(settings.policies)) != len(settings.policies):
+        raise InputError("the table needs distinct policy pairs", field="pairs")
+    for name in settings.policies:
+        get_policy(name)
+
+
+# -------------------------------------------------------------------------------- cells
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One simulation: ``policy`` on ``workload`` (``trace`` or ``rate<r>``) with ``seed``."""
+
+    policy: str
+    workload: str
+    seed: int
+    instance: Instance
+    round_s: float
+    key: str
+
+    @property
+    def file_name(self) -> str:
+        """``<policy>__<workload>__seed<seed>__<key>.json`` (file-safe)."""
+        return (f"{file_safe(self.policy)}__{file_safe(self.workload)}__seed{self.seed}__"
+                f"{self.key}.json")
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """A cell's average JCT (s, over the finished jobs), its job counts, wall and CPU
+    seconds of the simulation (CPU: this process's, which a loaded machine does not
+    inflate)."""
+
+    policy: str
+    workload: str
+    seed: int
+    avg_jct_s: float
+    jobs: int
+    unfinished: int
+    wall_s: float
+    cpu_s: float = math.nan
+    cached: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The cell file's content."""
+        return {"format": CELL_FORMAT, "policy": self.policy, "workload": self.workload,
+                "seed": self.seed,
+                "avg_jct_s": None if math.isnan(self.avg_jct_s) else self.avg_jct_s,
+                "jobs": self.jobs, "unfinished": self.unfinished, "wall_s": self.wall_s,
+                "cpu_s": self.cpu_s}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CellResult:
+        """Read a cell file's content (:class:`KeyError` / :class:`ValueError` if bad)."""
+        if data.get("format") != CELL_FORMAT:
+            raise ValueError(f"cell format {data.get('format')!r}, expected {CELL_FORMAT}")
+        jct = data["avg_jct_s"]
+        return cls(policy=str(data["policy"]), workload=str(data["workload"]),
+                   seed=int(data["seed"]), avg_jct_s=math.nan if jct is None else float(jct),
+                   jobs=int(data["jobs"]), unfinished=int(data["unfinished"]),
+                   wall_s=float(data["wall_s"]), cpu_s=float(data["cpu_s"]), cached=True)
+
+
+def build_instance(settings: TableSettings, workload: str, seed: int) -> Instance:
+    """The instance of one (workload, seed): the trace (first ``trace_jobs`` jobs, the
+    table's round length) or Gavel's single-GPU generator at the workload's rate."""
+    from schedlab.analysis.sweep import WorkloadSpec
+
+    if workload == TRACE:
+        from schedlab.instance import load_instance
+        from schedlab.workloads.instance_jobs import first_jobs
+
+        if settings.trace is None:
+            raise InputError("no trace file", field="--trace")
+        instance = load_instance(settings.trace)
+        if settings.trace_jobs is not None:
+            instance = first_jobs(instance, settings.trace_jobs)
+        params = instance.params.model_copy(update={"round_s": settings.round_s})
+        return instance.model_copy(update={"params": params})
+    rate = next(r for r in settings.rates if rate_name(r) == workload)
+    spec = WorkloadSpec(kind="gavel", num_jobs=settings.jobs, cluster=settings.cluster,
+                        multi_gpu=False)
+    return spec.build(seed, rate, settings.round_s)
+
+
+def cell_key(instance: Instance, policy: str, seed: int) -> str:
+    """12 hex digits naming a cell: instance, policy, seed, the code, the format."""
+    text = json.dumps({"instance": instance.model_dump_json(), "policy": policy,
+                       "seed": seed, "code": code_digest(), "format": CELL_FORMAT})
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+#: Rough relative cost of a policy's simulation (the slowest first keeps both workers busy).
+_COST = {"gavel.finish_time_fairness_agnostic": 3.0, "gavel.finish_time_fairness": 2.0}
+
+
+def plan_cells(settings: TableSettings) -> list[Cell]:
+    """Every (workload, seed, policy) cell, the slowest (finish-time fairness, trace,
+    highest rate) first."""
+    cells = []
+    for workload in settings.workloads():
+        instances: dict[int, Instance] = {}
+        for policy in settings.policies:
+            for seed in settings.seeds_for(workload, policy):
+                if seed not in instances:
+                    instances[seed] = build_instance(settings, workload, seed)
+                instance = instances[seed]
+                cells.append(Cell(policy, workload, seed, instance, settings.round_s,
+                                  cell_key(instance, policy, seed)))
+
+    def cost(cell: Cell) -> float:
+        size = len(cell.instance.jobs)
+        return -_COST.get(cell.policy, 1.0) * size * (1.0 + (cell.workload == TRACE))
+
+    return sorted(cells, key=cost)
+
+
+def average_jct(instance: Instance, policy: str, seed: int, round_s: float
+                ) -> tuple[float, int]:
+    """Simulate ``policy`` on ``instance`` with ``seed``: (average JCT over the finished
+    jobs in s, NaN when none finished; unfinished jobs)."""
+    from schedlab.policies.registry import get_policy
+    from schedlab.simulator.engine import simulate
+
+    result = simulate(instance, policy=get_policy(policy), round_s=round_s, seed=seed)
+    jct = np.asarray([math.nan if r.finish is None else r.finish - r.arrival
+                      for r in result.jobs], dtype=float)
+    done = jct[~np.isnan(jct)]
+    return (float(done.mean()) if len(done) else math.nan), int(np.isnan(jct).sum())
+
+
+def run_cell(cell: Cell, folder: str) -> CellResult:
+    """Simulate a cell and write its file atomically (also in a worker process)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    avg, unfinished = average_jct(cell.instance, cell.policy, cell.seed, cell.round_s)
+    result = CellResult(policy=cell.policy, workload=cell.workload, seed=cell.seed,
+                        avg_jct_s=avg, jobs=len(cell.instance.jobs), unfinished=unfinished,
+                        wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0)
+    write_bytes_atomic(Path(folder) / cell.file_name,
+                       json.dumps(result.to_json(), indent=1).encode())
+    return result
+
+
+def read_cell(path: Path) -> CellResult | None:
+    """A cell file's result, or None (with a warning) when it cannot be read."""
+    try:
+        return CellResult.from_json(json.loads(path.read_text()))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.warning("ignoring unreadable cell file %s (%s)", path, exc)
+        return None
+
+
+CellKey = tuple[str, int, str]
+
+
+def run_cells(cells: Sequence[Cell], folder: Path, workers: int = 1,
+              on_cell: Callable[[str], None] | None = None) -> dict[CellKey, CellResult]:
+    """Every cell's result by (workload, seed, policy), cached in ``folder``
+    (:func:`~schedlab.analysis.tables.cells.run_cached`)."""
+    return run_cached(
+        cells, folder, run=run_cell, read=read_cell,
+        key=lambda c: (c.workload, c.seed, c.policy),
+        describe=lambda c: f"{c.policy}, {c.workload}, seed {c.seed}",
+        workers=workers, on_cell=on_cell)
+
+
+# --------------------------------------------------------------------------------- rows
+
+
+@dataclass(frozen=True)
+class Row:
+    """One policy pair on one workload over its seeds: average JCT (s) of each side and the
+    ratio agnostic / aware."""
+
+    label: str
+    aware: str
+    agnostic: str
+    workload: str
+    seeds: tuple[int, ...]
+    mean: dict[str, float] = field(default_factory=dict)
+    std: dict[str, float] = field(default_factory=dict)
+    per_seed: dict[int, dict[str, float]] = field(default_factory=dict)
+    unfinished: int = 0
+
+
+@dataclass(frozen=True)
+class GavelTable:
+    """The computed table: settings and one row per (workload, pair)."""
+
+    settings: TableSettings
+    rows: list[Row]
+
+    def row(self, workload: str, aware: str) -> Row:
+        """The row of one workload and pair (by its aware policy)."""
+        return next(r for r in self.rows if r.workload == workload and r.aware == aware)
+
+
+METRICS: tuple[str, ...] = ("aware_jct_s", "agnostic_jct_s", "ratio", "aware_wall_s",
+                            "agnostic_wall_s", "aware_cpu_s", "agnostic_cpu_s")
+
+
+def gavel_table(settings: TableSettings | None = None, out_dir: str | Path = ".",
+                on_cell: Callable[[str], None] | None = None) -> GavelTable:
+    """Compute the table (module docstring); cells cached in ``out_dir/cells/``."""
+    cfg = settings or TableSettings()
+    check_settings(cfg)
+    results = run_cells(plan_cells(cfg), Path(out_dir) / CELLS_FOLDER, cfg.workers, on_cell)
+    return rows_from_results(cfg, results)
+
+
+def rows_from_results(cfg: TableSettings, results: Mapping[CellKey, CellResult]) -> GavelTable:
+    """The table from every cell's result by (workload, seed, policy): per (workload, pair)
+    the seeds both sides ran, each side's average JCT, the ratio agnostic / aware per seed,
+    mean and sample std over those seeds."""
+    rows = []
+    for workload in cfg.workloads():
+        for label, aware, agnostic in cfg.pairs:
+            seeds = tuple(s for s in cfg.seeds_for(workload, aware)
+                          if s in cfg.seeds_for(workload, agnostic))
+            per_seed: dict[int, dict[str, float]] = {}
+            unfinished = 0
+            for seed in seeds:
+                mine, theirs = results[workload, seed, aware], results[workload, seed, agnostic]
+                per_seed[seed] = {"aware_jct_s": mine.avg_jct_s,
+                                  "agnostic_jct_s": theirs.avg_jct_s,
+                                  "ratio": ratio(theirs.avg_jct_s, mine.avg_jct_s),
+                                  "aware_wall_s": mine.wall_s, "agnostic_wall_s": theirs.wall_s,
+                                  "aware_cpu_s": mine.cpu_s, "agnostic_cpu_s": theirs.cpu_s}
+                unfinished += mine.unfinished + theirs.unfinished
+            mean: dict[str, float] = {}
+            std: dict[str, float] = {}
+            for key in METRICS:
+                mean[key], std[key] = mean_std([v[key] for v in per_seed.values()])
+            rows.append(Row(label=label, aware=aware, agnostic=agnostic, workload=workload,
+                            seeds=seeds, mean=mean, std=std, per_seed=per_seed,
+                            unfinished=unfinished))
+    return GavelTable(settings=cfg, rows=rows)
+
+
+def up_to(table: GavelTable) -> dict[str, tuple[float, str]]:
+    """Per pair (by label): the largest mean ratio agnostic / aware over the workloads and
+    the workload where it occurs."""
+    best: dict[str, tuple[float, str]] = {}
+    for row in table.rows:
+        value = row.mean["ratio"]
+        if not math.isnan(value) and (row.label not in best or value > best[row.label][0]):
+            best[row.label] = (value, row.workload)
+    return best
+
+
+# ------------------------------------------------------------------------------ outputs
+
+CSV_COLUMNS: tuple[str, ...] = ("label", "aware", "agnostic", "workload", "rate_jobs_per_hour",
+                                "stat", "seed", "unfinished", *METRICS)
+
+
+def _rate_of(settings: TableSettings, workload: str) -> float:
+    return next((r for r in settings.rates if rate_name(r) == workload), math.nan)
+
+
+def to_frame(table: GavelTable) -> pd.DataFrame:
+    """The CSV: per (workload, pair) one row per seed, then ``mean`` and ``std`` rows."""
+    out: list[dict[str, Any]] = []
+    for row in table.rows:
+        head = {"label": row.label, "aware": row.aware, "agnostic": row.agnostic,
+                "workload": row.workload,
+                "rate_jobs_per_hour": _rate_of(table.settings, row.workload)}
+        for seed, values in row.per_seed.items():
+            out.append({**head, "stat": "seed", "seed": seed, **values})
+        for stat, values in (("mean", row.mean), ("std", row.std)):
+            out.append({**head, "stat": stat, "unfinished": row.unfinished, **values})
+    frame = pd.DataFrame(out, columns=list(CSV_COLUMNS))
+    for column in ("seed", "unfinished"):
+        frame[column] = frame[column].astype("Int64")
+    return frame
+
+
+def _column_name(settings: TableSettings, workload: str) -> str:
+    if workload == TRACE:
+        return "trace"
+    return f"{_rate_of(settings, workload):g} jobs/h"
+
+
+def document(table: GavelTable) -> Document:
+    """The table's text (Markdown and LaTeX): what was run, average JCTs, ratios."""
+    cfg = table.settings
+    workloads = cfg.workloads()
+    spread = (f"mean ± sample std over {len(cfg.seeds)} seeds" if len(cfg.seeds) > 1
+              else "one seed")
+    parts: list[str | Heading | Block] = [
+        f"Ran: {cfg.describe()}. Each cell: average JCT (hours) of the jobs that finished, "
+        f"heterogeneity-aware / agnostic, then the ratio agnostic / aware of the same seed's "
+        f"runs (> 1: awareness helps); {spread}."
+    ]
+    if cfg.trace is not None and cfg.trace_first_seed_only and len(cfg.seeds) > 1:
+        parts.append("On the trace, " + ", ".join(f"`{p}`" for p in cfg.trace_first_seed_only)
+                     + f" ran with seed {cfg.seeds[0]} only (their rows there: one seed).")
+    header = ["policy", *(_column_name(cfg, w) for w in workloads)]
+    jct_rows: list[list[str]] = []
+    ratio_rows: list[list[str]] = []
+    for label, aware, _ in cfg.pairs:
+        rows = [table.row(w, aware) for w in workloads]
+        for side in ("aware", "agnostic"):
+            key = f"{side}_jct_s"
+            jct_rows.append([f"{label}, {side}", *(
+                pm(r.mean[key], r.std[key], ".2f", 1 / HOUR_S, len(r.seeds)) for r in rows)])
+        ratio_rows.append([label, *(pm(r.mean["ratio"], r.std["ratio"], ".3f", 1.0,
+                                       len(r.seeds)) for r in rows)])
+    parts += [Heading("Average JCT (hours)"), Block(header=header, rows=jct_rows),
+              Heading("Average JCT ratio, agnostic / aware"),
+              Block(header=header, rows=ratio_rows)]
+    best = up_to(table)
+    if best:
+        text = "; ".join(f"{label} {value:.2f}x ({_column_name(cfg, where)})"
+                         for label, (value, where) in best.items())
+        parts.append(f"Largest mean ratio agnostic / aware per policy: {text} (Gavel reports "
+                     f"up to {PAPER_UP_TO}x on its continuous-single trace near saturation).")
+    unfinished = sum(r.unfinished for r in table.rows)
+    if unfinished:
+        parts.append(f"{unfinished} job run(s) did not finish; averages are over the "
+                     "finished jobs.")
+    parts.append(f"Figure: {PLOT_NAME} (average JCT vs rate; aware solid, agnostic dashed).")
+    return Document(title="Gavel: average JCT, heterogeneity-aware vs agnostic policies",
+                    parts=parts)
+
+
+def render_markdown(table: GavelTable) -> str:
+    """``gavel.md``: :func:`document` as Markdown."""
+    return output.render_markdown(document(table))
+
+
+def plot_table(table: GavelTable, path: Path) -> Path:
+    """Average JCT (hours) vs rate on the generator, one colour per pair, aware solid and
+    agnostic dashed, error bars = sample std over seeds."""
+    from schedlab.analysis.plots import _pyplot, _save
+
+    plt = _pyplot()
+    cfg = table.settings
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    rates = list(cfg.rates)
+    for i, (label, aware, _) in enumerate(cfg.pairs):
+        rows = [table.row(rate_name(r), aware) for r in rates]
+        for side, style in (("aware", "-"), ("agnostic", "--")):
+            key = f"{side}_jct_s"
+            ax.errorbar(rates, [r.mean[key] / HOUR_S for r in rows],
+                        yerr=[r.std[key] / HOUR_S for r in rows], linestyle=style,
+                        marker="o" if side == "aware" else "s", capsize=3,
+                        color=f"C{i % 10}", label=f"{label}, {side}")
+    ax.set_xlabel("input job rate (jobs/hour)")
+    ax.set_ylabel("average JCT (hours)")
+    ax.set_xticks(rates)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    mix = ":".join(str(n) for _, n in cfg.cluster)
+    ax.set_title(f"{cfg.jobs} single-GPU jobs, {mix} cluster, {len(cfg.seeds)} seed(s)")
+    fig.tight_layout()
+    try:
+        return _save(fig, path, 120)
+    finally:
+        plt.close(fig)
+
+
+def write_outputs(table: GavelTable, out_dir: str | Path, *,
+                  command: Sequence[str] | None = None,
+                  started: dt.datetime | None = None) -> list[Path]:
+    """Write ``gavel.md``, ``.csv``, ``.tex``, the PNG (when there are rates) and
+    ``gavel.manifest.json`` (each atomically; :mod:`~schedlab.analysis.tables.output`)."""
+    cfg = table.settings
+    folder = Path(out_dir)
+    written = output.write_table_files(folder, STEM, document(table), to_frame(table))
+    if cfg.rates:
+        written.append(plot_table(table, folder / PLOT_NAME))
+    written.append(output.write_manifest(folder, STEM, written, seeds=cfg.seeds,
+                                         settings=cfg, command=command, started=started))
+    return written
+
+
+def cells_count(settings: TableSettings) -> int:
+    """Cells of the table (one progress step each)."""
+    return sum(len(settings.seeds_for(w, p))
+               for w in settings.workloads() for p in settings.policies)
