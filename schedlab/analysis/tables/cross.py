@@ -110,7 +110,7 @@ class TableSettings:
     generator's (Gavel's 360 s, Shockwave's and Titan's 120 s), ``workers`` cells at once in
     local processes."""
 
-    jobs: int = 24
+    jobs: int = 16
     gpus: int = 8
     heterogeneous: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_HETEROGENEOUS))
     titan_gpus: int = 16
@@ -633,6 +633,7 @@ def plot_heatmap(table: CrossTable, path: str | Path, dpi: int = 120) -> Path:
     """Policies x workloads, colour = mean average JCT / the best policy's on the workload
     (log scale), each cell annotated; grey with "n/a" where a policy has no value."""
     from matplotlib.colors import LogNorm
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
 
     from schedlab.analysis.plots import _pyplot, _save
 
@@ -647,12 +648,20 @@ def plot_heatmap(table: CrossTable, path: str | Path, dpi: int = 120) -> Path:
                       norm=LogNorm(vmin=1.0, vmax=high))
     for i in range(values.shape[0]):
         for j in range(values.shape[1]):
-            text = "n/a" if not math.isfinite(values[i, j]) else f"{values[i, j]:.2f}"
-            ax.text(j, i, text, ha="center", va="center", fontsize=7)
+            value = values[i, j]
+            text = "n/a" if not math.isfinite(value) else f"{value:.2f}"
+            dark = math.isfinite(value) and value > math.sqrt(high)
+            ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                    color="white" if dark else "black")
     ax.set_xticks(range(len(norm.columns)), list(norm.columns))
     ax.set_yticks(range(len(norm)), list(norm.index), fontsize=7)
     ax.set_title("average JCT / best policy's on the workload")
-    fig.colorbar(image, ax=ax, shrink=0.6)
+    bar = fig.colorbar(image, ax=ax, shrink=0.6)
+    bar.set_ticks([t for t in (1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0)
+                   if t <= high])
+    bar.ax.yaxis.set_major_formatter(ScalarFormatter())
+    bar.ax.yaxis.set_minor_formatter(NullFormatter())
+    bar.set_label("avg JCT / best (log scale)")
     fig.tight_layout()
     try:
         return _save(fig, Path(path), dpi)
