@@ -214,8 +214,42 @@ def test_interrupt_leaves_whole_files_and_resume_finishes(tmp_path: Path) -> Non
     assert _same(_final(work, "b")["model"], _reference(B, 1000, 30))
 
 
-@pytest.mark.skip(reason="gang segments hung intermittently in the full suite (after the "
-                  "fault tests, on the shared pool); passes alone - see docs/executor.md")
+def test_hung_worker_is_a_fault_and_the_job_resumes(tmp_path: Path,
+                                                   pool: LocalBackend) -> None:
+    # wall-time mode, 1 s rounds: a runs in round 0 on cpu:0 (checkpoints every 0.2 s) and
+    # again in round 6 on cpu:1.  Its worker is stopped (SIGSTOP: alive, silent) 0.5 s into
+    # round 0; the watchdog must call the segment hung at its end + 2 s grace, replace the
+    # worker and let a resume from its newest checkpoint in round 6.
+    every = 0.2
+    rounds: list[list[tuple[str, list[int]]]] = [[("a", [0]), ("b", [1])]]
+    rounds += [[] for _ in range(5)] + [[("a", [1])]]
+    solution, instance = _write(tmp_path, rounds, total_a=100000, total_b=100000,
+                                round_s=1.0, throughput=10.0, job_a="lstm/tiny@32")
+    stopped: list[int] = []
+
+    def started(segment: Segment, pids: list[int]) -> None:
+        if segment.job == "a" and not stopped:
+            stopped.append(pids[0])
+            threading.Timer(0.5, os.kill, (pids[0], signal.SIGSTOP)).start()
+
+    report = run_replay(solution, instance, backend=pool, workdir=tmp_path / "work",
+                        checkpoint_every_s=every, hooks=Hooks(segment_started=started))
+    assert pool.pid(("cpu", 0)) != stopped[0]  # replaced
+    with pytest.raises(ProcessLookupError):  # and the stopped one is gone
+        os.kill(stopped[0], 0)
+    job = {j.job: j for j in report.jobs}["a"]
+    (fault,) = job.faults
+    assert fault["kind"] == "hang" and fault["segment"] == 0
+    first, second = sorted((r for r in report.segments if r["job"] == "a"),
+                           key=lambda r: r["round"])
+    assert first["steps_after"] == fault["resumed_from_steps"]
+    assert fault["steps_reached"] is None or \
+        fault["steps_reached"] >= fault["resumed_from_steps"]
+    assert second["restored_steps"] == fault["resumed_from_steps"]
+    assert _same(_final(tmp_path / "work", "a")["model"],
+                 _reference("lstm/tiny@32", 0, second["steps_after"]))
+
+
 def test_gang_runs_ddp_over_both_slots(tmp_path: Path, pool: LocalBackend) -> None:
     # a on both CPU slots (gloo DDP) for 6 steps: rank r draws batches with seed 0 + r, the
     # gradients are averaged; the reference averages the two ranks' gradients by hand.

@@ -20,6 +20,15 @@ segment's end in wall-time mode, up to the same step target in the steps-budget 
 checkpoint found corrupt on restore is skipped by its checksum and the job restarts from the
 previous good one; both are recorded as faults of the segment.
 
+Watchdog.  A segment whose workers have not all reported its end by its wall end plus a
+grace of ``max(2 s, 2 x checkpoint interval)`` (:func:`hang_grace_s`) is a fault of kind
+``hang``: the segment's workers (every rank of a gang) are killed and replaced, and the job
+falls back to its newest checkpoint exactly as after a killed worker.  In the steps-budget
+mode, which has no wall end, the deadline is the segment's last sign of life (its start, a
+progress report, a rank's result) plus ``max(grace, STEPS_STALL_S)``.  So a stuck worker, a
+gang waiting for a dead peer or a collective that never returns costs a bounded time and is
+reported, and a replay never blocks forever.
+
 Journal.  Every finished segment appends one JSON line (written, flushed and fsync'd) to
 ``<workdir>/journal.jsonl``; the first line holds the run's settings.  An interrupted replay
 (Ctrl-C) leaves the journal's whole lines and whole checkpoints; with ``resume=True`` the
@@ -53,6 +62,16 @@ JOURNAL = "journal.jsonl"
 JOURNAL_SCHEMA = "schedlab/replay-journal@1"
 #: Default seconds between periodic checkpoints inside a segment (wall clock).
 DEFAULT_CHECKPOINT_EVERY_S = 10.0
+#: Least grace (wall seconds) after a segment's end before the watchdog calls it hung.
+MIN_HANG_GRACE_S = 2.0
+#: Steps-budget mode: least wall seconds without a sign of life before a segment is hung.
+STEPS_STALL_S = 10.0
+
+
+def hang_grace_s(checkpoint_every_s: float) -> float:
+    """Wall seconds past a segment's end before the watchdog calls it hung:
+    ``max(2, 2 x checkpoint interval)`` (a worker may be writing its last checkpoint)."""
+    return max(MIN_HANG_GRACE_S, 2.0 * checkpoint_every_s)
 
 
 @dataclass
@@ -65,6 +84,15 @@ class ReplaySettings:
     workdir: Path = Path("replay")
     devices: dict[Slot, str] = field(default_factory=dict)
     resume: bool = False
+    #: watchdog grace in wall seconds; None = :func:`hang_grace_s` of the interval
+    hang_grace_s: float | None = None
+
+    @property
+    def grace_s(self) -> float:
+        """The watchdog's grace after a segment's end (wall seconds)."""
+        if self.hang_grace_s is not None:
+            return self.hang_grace_s
+        return hang_grace_s(self.checkpoint_every_s)
 
     def journal_header(self, plan: Plan, backend: str) -> dict[str, Any]:
         """What must match for ``resume`` to continue a journal."""
@@ -94,6 +122,7 @@ class _Running:
     first_step_wall: float | None = None
     steps_before: int | None = None
     store: Any = None
+    deadline: float = math.inf
 
 
 def _append_line(path: Path, record: dict[str, Any]) -> None:
@@ -288,21 +317,39 @@ class Replay:
                 state = running[index]
                 if kind == "progress":
                     state.progress = payload
+                    self._alive(state)
                 elif kind == "result":
                     state.results[slot] = payload
+                    self._alive(state)
                 elif kind == "died":
                     self._fault(state, slot, str(payload))
-                if len(state.results) == len(state.segment.slots):
-                    state.store = None  # the gang's store closes with it
-                    del running[index]
-                    for s in state.segment.slots:
-                        busy.pop(s, None)
-                    finished.append(self._finish(state))
+                self._collect(state, running, busy, finished)
+            now = time.time()
+            for state in [r for r in running.values() if now > r.deadline]:
+                self._fault(state, state.segment.slots[0],
+                            f"no end report {self.settings.grace_s:g} s past the segment's "
+                            "deadline", kind="hang")
+                self._collect(state, running, busy, finished)
             if finished:
                 self._launch_ready(pending, running, busy)  # before the journal's fsync
                 for record in finished:
                     self._record(record)
                 finished.clear()
+
+    def _collect(self, state: _Running, running: dict[int, _Running], busy: dict[Slot, int],
+                 finished: list[dict[str, Any]]) -> None:
+        """When every rank of ``state`` has reported, free its slots and record it."""
+        if len(state.results) == len(state.segment.slots):
+            state.store = None  # the gang's store closes with it
+            del running[state.segment.index]
+            for s in state.segment.slots:
+                busy.pop(s, None)
+            finished.append(self._finish(state))
+
+    def _alive(self, state: _Running) -> None:
+        """Steps-budget mode: a sign of life moves the watchdog's deadline."""
+        if self.settings.segment_steps:
+            state.deadline = time.time() + max(self.settings.grace_s, STEPS_STALL_S)
 
     def _launch(self, segment: Segment, start_wall: float) -> _Running | None:
         job = self.plan.jobs[segment.job]
@@ -329,6 +376,11 @@ class Replay:
         if world > 1:
             state.store, master, port = self.backend.gang_store(world)
         state.results.clear()
+        if end_wall is None:
+            state.deadline = math.inf
+            self._alive(state)
+        else:
+            state.deadline = max(end_wall, start_wall) + self.settings.grace_s
         for rank, slot in enumerate(segment.slots):
             order = make_order(
                 segment=segment.index, job=job.id, spec=job.spec.name, seed=job.seed * 1000,
@@ -342,26 +394,30 @@ class Replay:
             state.orders[slot] = order
             self.backend.submit(slot, order)
 
-    def _fault(self, state: _Running, slot: Slot, reason: str) -> None:
-        """A worker of ``state`` died: replace the gang's workers, fall back to the newest
-        checkpoint, run the rest of the segment."""
+    def _fault(self, state: _Running, slot: Slot, reason: str, kind: str = "worker_died"
+               ) -> None:
+        """A worker of ``state`` died (or, ``kind="hang"``, the segment is past its
+        deadline): replace the gang's workers, fall back to the newest checkpoint, run the
+        rest of the segment."""
         segment = state.segment
         job_id = segment.job
         saved = list_checkpoints(self.checkpoint_dir(job_id))
         durable = saved[-1][0] if saved else 0
         reached = state.progress[0] if state.progress is not None else None
+        if reached is not None:  # a checkpoint written just before the end, unreported
+            reached = max(reached, durable)
         lost_s = None
         if state.progress is not None:
             _, wall, _, ckpt_wall = state.progress
             base_wall = ckpt_wall if ckpt_wall is not None else state.orders[slot]["start_wall"]
             lost_s = max(wall - base_wall, 0.0) * self.settings.time_scale
-        fault = {"kind": "worker_died", "slot": slot_name(slot), "reason": reason,
+        fault = {"kind": kind, "slot": slot_name(slot), "reason": reason,
                  "at_s": (time.time() - self.t0) * self.settings.time_scale,
                  "steps_reached": reached, "resumed_from_steps": durable,
                  "lost_steps": (reached - durable) if reached is not None else None,
                  "lost_s": lost_s}
-        log.warning("segment %d (%s): worker %s died (%s); resuming from step %d",
-                    segment.index, job_id, slot_name(slot), reason, durable)
+        log.warning("segment %d (%s): %s on %s (%s); resuming from step %d",
+                    segment.index, job_id, kind, slot_name(slot), reason, durable)
         state.faults.append(fault)
         for member in segment.slots:
             self.backend.restart(member)
@@ -375,6 +431,7 @@ class Replay:
         now = time.time()
         if end_wall is not None and end_wall <= now:
             state.results = {s: self._empty_result(state, s, durable) for s in segment.slots}
+            state.store = None
             return
         self._submit(state, now, end_wall, target)
 
