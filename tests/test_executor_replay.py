@@ -187,7 +187,8 @@ def test_corrupt_checkpoint_restarts_from_the_previous_one(tmp_path: Path,
     assert _same(_final(tmp_path / "work", "a")["model"], _reference(A, 0, 30))
 
 
-def test_interrupt_leaves_whole_files_and_resume_finishes(tmp_path: Path) -> None:
+def test_interrupt_leaves_whole_files_and_resume_finishes(tmp_path: Path,
+                                                         pool: LocalBackend) -> None:
     solution, instance = _write(tmp_path, PLAN)
     work = tmp_path / "work"
 
@@ -206,7 +207,8 @@ def test_interrupt_leaves_whole_files_and_resume_finishes(tmp_path: Path) -> Non
     assert not list(work.glob("checkpoints/*/.step-*"))  # no partial checkpoint
     with pytest.raises(Exception, match="--resume"):
         run_replay(solution, instance, workdir=work, segment_steps=True)
-    report = run_replay(solution, instance, workdir=work, segment_steps=True,
+    # the interrupted run owned (and stopped) its workers; the resume runs on the pool
+    report = run_replay(solution, instance, backend=pool, workdir=work, segment_steps=True,
                         checkpoint_every_s=0, resume=True)
     assert sorted(r["segment"] for r in report.segments) == list(range(6))
     assert {j.job: j.realized_steps for j in report.jobs} == {"a": 25, "b": 30}
@@ -258,6 +260,7 @@ def test_gang_runs_ddp_over_both_slots(tmp_path: Path, pool: LocalBackend) -> No
     report = run_replay(solution, instance, backend=pool, workdir=tmp_path / "work",
                         segment_steps=True, checkpoint_every_s=0)
     assert {j.job: j.realized_steps for j in report.jobs}["a"] == 6
+    assert report.summary.faults == 0  # a hung gang would be a flagged (watchdog) fault
     spec = parse_job_name("recommender/tiny@4")
     with torch.random.fork_rng(devices=[]):
         lead = TrainingJob(spec, seed=0)

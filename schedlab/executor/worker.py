@@ -185,6 +185,7 @@ class SlotWorker:
                     self._checkpoint(order, stepper, job, checkpoints)
         finally:
             if group:
+                stepper = job  # drop the DDP wrapper (and its reducer) before the group
                 _leave_gang()
         self._keep(order["checkpoint_dir"], job)
         start = order["start_wall"]
@@ -238,12 +239,14 @@ def _any_rank(flag: bool, device: torch.device) -> bool:
 
 
 def _leave_gang() -> None:
-    """Leave the segment's process group; the ranks meet once more first, so rank 0 (which
-    holds the group's store) never tears it down while another rank still uses it."""
+    """Leave the segment's process group: the DDP wrapper is gone (collected first, so no
+    reducer outlives its group), then the group is destroyed.  No closing barrier: the store
+    is the replay's, so no rank can tear it down under another, and every collective of the
+    segment has completed on all ranks (the last stop-flag all-reduce)."""
+    import gc
+
     import torch.distributed as dist
 
+    gc.collect()
     if dist.is_initialized():
-        try:
-            dist.barrier()
-        finally:
-            dist.destroy_process_group()
+        dist.destroy_process_group()

@@ -84,6 +84,10 @@ def _add_profile(sub: Any, common: argparse.ArgumentParser) -> None:
     profile.add_argument("--target-halfwidth", type=_positive_float, default=0.05, metavar="R",
                          help="stop when the CI half-width / mean step time <= R "
                          "(default: %(default)s)")
+    profile.add_argument("--busy-neighbours", action="store_true",
+                         help="CPU: while a cell is timed, every CPU device it does not use "
+                         "runs the same job untimed (the conditions of a replay that keeps "
+                         "every device busy; docs/profiler.md)")
     profile.add_argument("--seed", type=_nonnegative_int, default=0, metavar="S",
                          help="seed of the weights and synthetic batches (default: 0)")
     profile.add_argument("--cell-timeout", type=_positive_float, default=600.0, metavar="S",
@@ -229,7 +233,8 @@ def campaign_options(args: argparse.Namespace) -> Any:
         settings = Settings(warmup_steps=args.warmup_steps, min_steps=args.min_steps,
                             max_steps=args.max_steps, max_seconds=args.max_seconds,
                             confidence=args.confidence,
-                            target_relative_halfwidth=args.target_halfwidth)
+                            target_relative_halfwidth=args.target_halfwidth,
+                            busy_neighbours=args.busy_neighbours)
     except ValidationError as exc:
         raise InputError(str(exc.errors()[0].get("msg")), field="settings") from None
     jobs = tuple(JobSpec(m, s, b) for m in dict.fromkeys(args.models)

@@ -72,6 +72,10 @@ class Settings(_Model):
     target_relative_halfwidth: float = Field(
         default=0.05, gt=0,
         description="stop when the CI half-width / mean step time is below this")
+    busy_neighbours: bool = Field(
+        default=False,
+        description="CPU: every CPU device a cell did not use ran the same job, untimed, "
+        "while the cell was timed (as in a replay that keeps every device busy)")
 
 
 class _Cell(_Model):

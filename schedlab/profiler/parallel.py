@@ -19,11 +19,19 @@ which also lines the ranks up before the next step, and rank 0's step times are 
 Steps/s counts global steps of ``batch_size x s`` samples; peak memory is rank 0's.
 Technique cells (Saturn) record the mean seconds per global step of each technique on
 ``gpus`` devices: ``single`` on one device, ``ddp`` and ``fsdp`` on two or more.
+
+Busy neighbours (``Settings.busy_neighbours``, ``schedlab profile --busy-neighbours``).  On
+CPU, every CPU device the cell does not use runs the same job, untimed, in a worker of its
+own (:func:`busy_neighbour`, pinned to that device's cores) from before the cell's workers
+start until they have answered.  The cell is then timed under the conditions of a replay or
+a cluster that keeps every device busy (shared caches, memory bandwidth and the scheduler's
+placement of other programs), not on an otherwise idle machine.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from typing import Any
 
@@ -32,6 +40,7 @@ from schedlab.profiler.timing import StopReason, Summary, summarize
 from schedlab.profiler.workers import (
     DEFAULT_TIMEOUT_S,
     WorkerError,
+    context,
     cpu_core_sets,
     free_port,
     run_workers,
@@ -81,7 +90,13 @@ def measure_group(spec: JobSpec, backend: str, technique: str, world: int, *,
     """Rank 0's step-time summary and peak memory of ``technique`` on ``world`` devices."""
     payloads = group_payloads(spec, backend, technique, world, settings=settings, seed=seed,
                               threads=threads)
-    answers = run_workers(group_worker, payloads, timeout_s=timeout_s)
+    neighbours = _start_neighbours(spec, world, seed, threads) \
+        if backend == "cpu" and settings.busy_neighbours else None
+    try:
+        answers = run_workers(group_worker, payloads, timeout_s=timeout_s)
+    finally:
+        if neighbours is not None:
+            _stop_neighbours(*neighbours)
     rank0 = answers[0]
     summary = summarize(rank0["durations_s"], settings.confidence, spec.batch_size * world)
     return summary, int(rank0["peak_memory_bytes"])
@@ -130,6 +145,57 @@ def measure_technique(spec: JobSpec, device: str, backend: str, technique: str, 
         status = "infeasible" if technique == "fsdp" and exc.raised else "error"
         return cell.model_copy(update={"status": status, "reason": str(exc)})
     return cell.model_copy(update={"step_s": summary.step_s, "peak_memory_bytes": peak})
+
+
+#: Seconds a busy neighbour may take to build its job and run its first step.
+NEIGHBOUR_READY_S = 60.0
+
+
+def _start_neighbours(spec: JobSpec, world: int, seed: int, threads: int
+                      ) -> tuple[list[Any], Any]:
+    """Start one :func:`busy_neighbour` on each CPU device after the cell's first
+    ``world`` and wait until each has stepped once; returns the processes and the stop
+    event."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 0
+    sets = cpu_core_sets(cores // threads, threads) if cores // threads > world else None
+    ctx = context()
+    stop = ctx.Event()
+    processes: list[Any] = []
+    for core_set in (sets or [])[world:]:
+        ready = ctx.Event()
+        process = ctx.Process(target=busy_neighbour,
+                              args=(spec.name, seed, threads, core_set, ready, stop),
+                              daemon=True)
+        process.start()
+        processes.append((process, ready))
+    for _process, ready in processes:
+        if not ready.wait(NEIGHBOUR_READY_S):
+            log.warning("a busy neighbour did not start in %g s", NEIGHBOUR_READY_S)
+    return [process for process, _ in processes], stop
+
+
+def _stop_neighbours(processes: list[Any], stop: Any) -> None:
+    stop.set()
+    for process in processes:
+        process.join(timeout=5.0)
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=5.0)
+
+
+def busy_neighbour(job: str, seed: int, threads: int, cores: list[int], ready: Any,
+                   stop: Any) -> None:
+    """Worker body: train ``job`` untimed on ``cores`` until ``stop`` is set (sets
+    ``ready`` after the first step)."""
+    from schedlab.profiler.workers import setup_worker
+    from schedlab.profiler.zoo import TrainingJob, parse_job_name
+
+    setup_worker(threads, cores)
+    training = TrainingJob(parse_job_name(job), seed=seed)
+    training.step()
+    ready.set()
+    while not stop.is_set():
+        training.step()
 
 
 # ------------------------------------------------------------------------------ in workers
