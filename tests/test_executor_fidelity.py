@@ -10,9 +10,9 @@ work at its profiled rate, arriving together; 30 s rounds replayed at time scale
 lasts one wall second).  20% is the tolerance the issue sets for noisy CI machines; the goal
 is under 5%.
 
-The replay keeps both CPU devices busy, so the profile does too (``--busy-neighbours``: the
-device a solo cell does not use runs the same job untimed).  ``--checkpoint-every 1`` makes
-the watchdog's grace 2 s.  On a machine whose cores are shared with foreign processes (a
+The profile times each solo cell with the other CPU device idle (the profiler's default; its
+``--busy-neighbours`` option predicted worse here, docs/executor.md).  ``--checkpoint-every
+1`` makes the watchdog's grace 2 s.  On a machine whose cores are shared with foreign processes (a
 load average above the core count) the share of a core a worker gets changes from one
 second to the next and no profile predicts it; the test is skipped there, stating the load
 (docs/executor.md has the numbers measured under such load); it runs on a quiet machine.
@@ -47,7 +47,6 @@ def profile_solve_replay(tmp: Path) -> dict:  # type: ignore[type-arg]
     """The acceptance pipeline through the command line; returns the replay report."""
     assert main(["profile", "--models", "lstm,recommender", "--batch-sizes", "16,64",
                  "--scale-factors", "1,2", "--warmup-steps", "3", "--max-seconds", "0.5",
-                 "--busy-neighbours",
                  "--out", str(tmp / "throughputs.json"), "-q"]) == 0
     assert main(["profile-instance", str(tmp / "throughputs.json"), "--paper", "gavel",
                  "--jobs", "4", "--seed", "0", "--duration-s", "2,4", "--round-s", "30",
@@ -59,8 +58,6 @@ def profile_solve_replay(tmp: Path) -> dict:  # type: ignore[type-arg]
                  "--checkpoint-every", "1",
                  "--workdir", str(tmp / "work"), "--out", str(tmp / "report.json"),
                  "-q"]) == 0
-    measured = json.loads((tmp / "throughputs.json").read_text())
-    assert measured["settings"]["busy_neighbours"] is True
     report = json.loads((tmp / "report.json").read_text())
     for job in report["jobs"]:
         log.info("%s %s: predicted %s s, realized %s s, error %s", job["job"],
