@@ -52,7 +52,7 @@ def profile_solve_replay(tmp: Path) -> dict:  # type: ignore[type-arg]
                  "--jobs", "4", "--seed", "0", "--duration-s", "2,4", "--round-s", "30",
                  "--arrival-rate", "360000", "--out", str(tmp / "instance.json"), "-q"]) == 0
     assert main(["solve", str(tmp / "instance.json"), "-f", "gavel.max_min_fairness",
-                 "--rounds", "14", "--out", str(tmp / "solution.json"), "-q"]) == 0
+                 "--rounds", "20", "--out", str(tmp / "solution.json"), "-q"]) == 0
     assert main(["replay", str(tmp / "solution.json"), "--instance",
                  str(tmp / "instance.json"), "--time-scale", str(SCALE),
                  "--checkpoint-every", "1",
