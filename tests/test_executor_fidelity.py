@@ -12,10 +12,11 @@ is under 5%.
 
 The profile times each solo cell with the other CPU device idle (the profiler's default; its
 ``--busy-neighbours`` option predicted worse here, docs/executor.md).  ``--checkpoint-every
-1`` makes the watchdog's grace 2 s.  On a machine whose cores are shared with foreign processes (a
-load average above the core count) the share of a core a worker gets changes from one
-second to the next and no profile predicts it; the test is skipped there, stating the load
-(docs/executor.md has the numbers measured under such load); it runs on a quiet machine.
+1`` makes the watchdog's grace 2 s.  On a machine whose cores are shared with foreign
+processes (a load average above twice the core count; never skipped when ``CI`` is set) the
+share of a core a worker gets changes from one second to the next and no profile predicts
+it; the test is skipped there, stating the load (docs/executor.md has the numbers measured
+under such load); it runs on a quiet machine and always in CI.
 """
 
 from __future__ import annotations
@@ -38,7 +39,12 @@ def _load_too_high() -> str | None:
     """Why fidelity cannot be measured here now, or None."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    if cores and load > cores:
+    # The suite's own earlier tests leave a 1-minute load average near the core count on a
+    # quiet 2-core machine, so only twice the cores means foreign processes.  In CI
+    # (``CI`` set) the test always runs: the machine is the suite's alone.
+    if os.environ.get("CI"):
+        return None
+    if cores and load > 2 * cores:
         return f"load average {load:.1f} on {cores} cores: foreign processes share the cores"
     return None
 
