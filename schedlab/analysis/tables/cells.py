@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import logging
 import math
 import re
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -61,6 +62,21 @@ def file_safe(name: str) -> str:
     """``name`` with every character outside [A-Za-z0-9_.+-] replaced by '-' (a policy or
     scheme name inside a cell's file name)."""
     return re.sub(r"[^A-Za-z0-9_.+-]", "-", name)
+
+
+def write_cell_json(folder: str | Path, file_name: str, payload: object) -> None:
+    """Write a cell's result ``payload`` as JSON to ``folder/file_name``, atomically."""
+    write_bytes_atomic(Path(folder) / file_name, json.dumps(payload, indent=1).encode())
+
+
+def read_cell_json(path: Path, parse: Callable[[dict[str, Any]], ResultT]) -> ResultT | None:
+    """A cell file parsed by ``parse``, or None (with a warning: the cell runs again) when
+    it cannot be read or parsed."""
+    try:
+        return parse(json.loads(path.read_text()))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.warning("ignoring unreadable cell file %s (%s); running it again", path, exc)
+        return None
 
 
 def mean_std(values: Sequence[float]) -> tuple[float, float]:

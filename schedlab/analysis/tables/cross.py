@@ -59,9 +59,15 @@ import pandas as pd
 from schedlab.analysis import cross_workloads as cw
 from schedlab.analysis import metrics
 from schedlab.analysis.tables import output
-from schedlab.analysis.tables.cells import code_digest, file_safe, mean_std, run_cached
+from schedlab.analysis.tables.cells import (
+    code_digest,
+    file_safe,
+    mean_std,
+    read_cell_json,
+    run_cached,
+    write_cell_json,
+)
 from schedlab.analysis.tables.output import Block, Document, Heading, pm
-from schedlab.atomic import write_bytes_atomic
 from schedlab.errors import InputError, SchedlabError
 from schedlab.instance import Instance
 
@@ -437,18 +443,13 @@ def run_policy(cell: Cell) -> CellResult:
 def run_cell(cell: Cell, folder: str) -> CellResult:
     """Run a cell and write its file atomically (also in a worker process)."""
     result = run_policy(cell)
-    write_bytes_atomic(Path(folder) / cell.file_name,
-                       json.dumps(result.to_json(), indent=1).encode())
+    write_cell_json(folder, cell.file_name, result.to_json())
     return result
 
 
 def read_cell(path: Path) -> CellResult | None:
     """A cell file's result, or None (with a warning) when it cannot be read."""
-    try:
-        return CellResult.from_json(json.loads(path.read_text()))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        log.warning("ignoring unreadable cell file %s (%s)", path, exc)
-        return None
+    return read_cell_json(path, CellResult.from_json)
 
 
 CellKey = tuple[str, str, int]

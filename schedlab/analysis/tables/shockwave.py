@@ -57,9 +57,16 @@ import pandas as pd
 
 from schedlab.analysis import metrics
 from schedlab.analysis.tables import output
-from schedlab.analysis.tables.cells import code_digest, file_safe, mean_std, ratio, run_cached
+from schedlab.analysis.tables.cells import (
+    code_digest,
+    file_safe,
+    mean_std,
+    ratio,
+    read_cell_json,
+    run_cached,
+    write_cell_json,
+)
 from schedlab.analysis.tables.output import Block, Document, pm
-from schedlab.atomic import write_bytes_atomic
 from schedlab.errors import InputError, UnknownNameError
 from schedlab.instance import Instance
 
@@ -313,19 +320,14 @@ def simulate_cell(cell: Cell) -> CellResult:
 def run_cell(cell: Cell, folder: str) -> CellResult:
     """Simulate a cell and write its file atomically (runs in a worker process too)."""
     result = simulate_cell(cell)
-    payload = json.dumps(result.to_json(), indent=1).encode()
-    write_bytes_atomic(Path(folder) / cell.file_name, payload)
+    write_cell_json(folder, cell.file_name, result.to_json())
     log.debug("%s seed %d: %.2f s", cell.policy, cell.seed, result.wall_s)
     return result
 
 
 def read_cell(path: Path) -> CellResult | None:
     """A cell file's result, or None (with a warning) when it cannot be read."""
-    try:
-        return CellResult.from_json(json.loads(path.read_text()))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        log.warning("ignoring unreadable cell file %s (%s); simulating again", path, exc)
-        return None
+    return read_cell_json(path, CellResult.from_json)
 
 
 def run_cells(cells: Sequence[Cell], folder: Path, workers: int = 1,
