@@ -62,6 +62,20 @@ def test_prediction_by_hand_time_scale_2() -> None:
     assert out.finish_s == {"a": None, "b": None}
 
 
+def test_scale_work_gives_the_instance_own_jcts() -> None:
+    """--scale-work at X = 2: a runs ceil(150 / 2) = 75 real steps, b 15, at T/X per instance
+    second: the JCTs are the time-scale-1 ones worked out above (b 6 s, a 17 s)."""
+    plan = build_plan(_rounds(*PLAN), instance_from_dict(_instance()), work_scale=2.0)
+    assert (plan.jobs["a"].work_steps, plan.jobs["b"].work_steps) == (75, 15)
+    out = predict(plan, 2.0)
+    assert out.finish_s["b"] == pytest.approx(6.0, rel=1e-12)
+    assert out.finish_s["a"] == pytest.approx(17.0, rel=1e-12)
+    # a work that does not divide: 151 steps -> ceil(75.5) = 76
+    odd = build_plan(_rounds(*PLAN), instance_from_dict(_instance(total_steps=151)),
+                     work_scale=2.0)
+    assert odd.jobs["a"].work_steps == 76
+
+
 def test_schedule_entries_become_segments() -> None:
     solution = Solution.model_validate({
         "instance": {"name": "t", "hash": ""}, "formulation": "f", "status": "feasible",

@@ -71,6 +71,9 @@ def add_replay_command(sub: Any, common: argparse.ArgumentParser, parser_class: 
                         help="Ray cluster to join (default: start a local Ray)")
     replay.add_argument("--time-scale", type=_positive_float, default=1.0, metavar="X",
                         help="an instance second lasts 1/X wall seconds (default 1)")
+    replay.add_argument("--scale-work", action="store_true",
+                        help="shrink the work with the time: a job runs ceil(R/X) real steps, "
+                        "so hours of instance work replay in minutes")
     replay.add_argument("--threads", type=_positive_int, default=1, metavar="N",
                         help="torch threads per worker (one CPU device = one worker; "
                         "default 1)")
@@ -106,7 +109,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     report = run_replay(args.solution, args.instance, backend=args.backend,
                         time_scale=args.time_scale, threads=args.threads,
                         workdir=args.workdir, resume=args.resume,
-                        segment_steps=args.segment_steps,
+                        segment_steps=args.segment_steps, scale_work=args.scale_work,
                         checkpoint_every_s=args.checkpoint_every,
                         devices=parse_device_map(args.device_map),
                         ray_address=args.ray_address, out=out)

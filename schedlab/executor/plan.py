@@ -87,7 +87,8 @@ class Plan:
         return max((s.end_s for s in self.segments), default=0.0)
 
 
-def _jobs(instance: Instance, instance_file: str) -> dict[str, PlannedJob]:
+def _jobs(instance: Instance, instance_file: str,
+          work_scale: float = 1.0) -> dict[str, PlannedJob]:
     jobs: dict[str, PlannedJob] = {}
     for i, job in enumerate(instance.jobs):
         where = f"jobs[{i}].job_type"
@@ -101,7 +102,8 @@ def _jobs(instance: Instance, instance_file: str) -> dict[str, PlannedJob]:
         if job.total_steps is None:
             raise InputError("missing: replay needs the job's steps",
                              file=instance_file, field=f"jobs[{i}].total_steps")
-        work = max(math.ceil(job.total_steps - job.steps_done - 1e-9), 0)
+        # work_scale W > 1 (``--scale-work``): one real step stands for W of the instance's
+        work = max(math.ceil((job.total_steps - job.steps_done) / work_scale - 1e-9), 0)
         jobs[job.id] = PlannedJob(job.id, spec, i, work, job.scale_factor,
                                   dict(job.throughput),
                                   float(job.switch_overhead_s or 0.0), float(job.arrival))
@@ -123,10 +125,12 @@ def _slots_of(instance: Instance, accelerator: str, gpus: int, gpu_ids: list[int
 
 
 def build_plan(solution: Solution, instance: Instance, *, solution_file: str = "<solution>",
-               instance_file: str = "<instance>") -> Plan:
+               instance_file: str = "<instance>", work_scale: float = 1.0) -> Plan:
     """The replay plan of ``solution`` on ``instance`` (one :class:`InputError` naming the
-    file and field of anything the replay cannot run)."""
-    jobs = _jobs(instance, instance_file)
+    file and field of anything the replay cannot run).  Each job's work is
+    ``ceil((total_steps - steps_done) / work_scale)`` real steps (``work_scale`` = the time
+    scale under ``--scale-work``, else 1)."""
+    jobs = _jobs(instance, instance_file, work_scale)
     slots = [(acc, g) for acc, pool in instance.cluster.accelerators.items()
              for g in range(pool.count)]
     segments: list[Segment] = []

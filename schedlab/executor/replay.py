@@ -98,6 +98,7 @@ class ReplaySettings:
         """What must match for ``resume`` to continue a journal."""
         return {"schema": JOURNAL_SCHEMA, "kind": plan.kind, "segments": len(plan.segments),
                 "jobs": sorted(plan.jobs), "time_scale": self.time_scale,
+                "work_steps": {j: plan.jobs[j].work_steps for j in sorted(plan.jobs)},
                 "segment_steps": self.segment_steps, "backend": backend}
 
 

@@ -18,7 +18,8 @@ from schedlab.solution import load_solution
 log = logging.getLogger(__name__)
 
 
-def load_plan(solution_file: str | Path, instance_file: str | Path) -> Plan:
+def load_plan(solution_file: str | Path, instance_file: str | Path, *,
+              work_scale: float = 1.0) -> Plan:
     """The replay plan of the solution file on the instance file (InputError naming the file
     and field of anything that cannot be replayed)."""
     instance = load_instance(instance_file)
@@ -27,13 +28,13 @@ def load_plan(solution_file: str | Path, instance_file: str | Path) -> Plan:
         log.warning("%s was solved for instance %r with another content hash than %s",
                     solution_file, solution.instance.name, instance_file)
     return build_plan(solution, instance, solution_file=str(solution_file),
-                      instance_file=str(instance_file))
+                      instance_file=str(instance_file), work_scale=work_scale)
 
 
 def run_replay(solution_file: str | Path, instance_file: str | Path, *,
                backend: str | Backend = "local", time_scale: float = 1.0, threads: int = 1,
                workdir: str | Path = "replay", resume: bool = False,
-               segment_steps: bool = False,
+               segment_steps: bool = False, scale_work: bool = False,
                checkpoint_every_s: float = DEFAULT_CHECKPOINT_EVERY_S,
                devices: dict[tuple[str, int], str] | None = None,
                ray_address: str | None = None, out: str | Path | None = None,
@@ -42,14 +43,17 @@ def run_replay(solution_file: str | Path, instance_file: str | Path, *,
     (docs/executor.md).  Writes ``<workdir>/journal.jsonl``, checkpoints under
     ``<workdir>/checkpoints`` and, when ``out`` is given, the report (atomically).
     ``backend`` is ``"local"``, ``"ray"`` or a started :class:`Backend`, which is left
-    running (so several replays can share warm workers)."""
+    running (so several replays can share warm workers).  ``scale_work``: the work shrinks
+    with the time (a job runs ceil(R / X) real steps), so an instance with hours of work
+    replays in minutes and its predicted JCTs are the instance's own (docs/executor.md)."""
     if not time_scale > 0:
         raise InputError(f"must be > 0, got {time_scale}", field="--time-scale")
     if threads < 1:
         raise InputError(f"must be >= 1, got {threads}", field="--threads")
     if checkpoint_every_s < 0:
         raise InputError(f"must be >= 0, got {checkpoint_every_s}", field="--checkpoint-every")
-    plan = load_plan(solution_file, instance_file)
+    plan = load_plan(solution_file, instance_file,
+                     work_scale=time_scale if scale_work else 1.0)
     devices = dict(devices or {})
     for slot, device in devices.items():
         if slot not in plan.slots:
