@@ -211,3 +211,39 @@ def assert_same_data() -> Callable[..., None]:
         assert not diffs, "\n".join(diffs[:10])
 
     return check_documents
+
+
+@pytest.fixture
+def assert_table_files() -> Callable[[Any, Path, str, list[int]], None]:
+    """Checks shared by the paper tables' quick runs: the LaTeX holds the Markdown's rows
+    (first cell escaped, same cell count); the manifest names the command, the seeds and each
+    written file with its sha256; cached cells are plain JSON.  Called as
+    ``assert_table_files(table_module, folder, "hare", [0])``."""
+    import hashlib
+
+    def check(module: Any, folder: Path, table: str, seeds: list[int]) -> None:
+        markdown = (folder / module.MARKDOWN_NAME).read_text()
+        latex = (folder / module.LATEX_NAME).read_text()
+        md_rows = [ln for ln in markdown.splitlines() if ln.startswith("| ")]
+        tex_rows = [ln for ln in latex.splitlines() if ln.endswith(r" \\")]
+        assert len(tex_rows) == len(md_rows) > 1  # headers and rows, block by block
+        assert latex.count(r"\begin{tabular}") == latex.count(r"\bottomrule") >= 1
+        for md, tex in zip(md_rows, tex_rows, strict=True):
+            cells = md[2:-2].split(" | ")
+            assert tex.split(" & ")[0] == cells[0].replace("_", r"\_")
+            assert len(tex.split(" & ")) == len(cells)
+        assert "±" not in latex
+        data = json.loads((folder / module.MANIFEST_NAME).read_text())
+        assert data["command"][:4] == ["schedlab", "tables", table, "--quick"]
+        assert data["seeds"] == seeds
+        assert data["started"] <= data["finished"]
+        names = [entry["name"] for entry in data["files"]]
+        assert names[:3] == [module.MARKDOWN_NAME, module.CSV_NAME, module.LATEX_NAME]
+        assert all(name.endswith(".png") for name in names[3:]) and len(names) > 3
+        for entry in data["files"]:
+            content = (folder / entry["name"]).read_bytes()
+            assert entry["sha256"] == hashlib.sha256(content).hexdigest()
+        for cell in (folder / module.CELLS_FOLDER).iterdir():  # cached cells: plain JSON
+            assert cell.suffix == ".json" and isinstance(json.loads(cell.read_text()), dict)
+
+    return check

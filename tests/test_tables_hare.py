@@ -7,9 +7,8 @@ fields, and the gang conversion of a 2-job instance by hand."""
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
-import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -67,32 +66,11 @@ def test_quick_cli_writes_markdown_csv_and_pngs(quick_run: tuple[int, Path, str]
     assert seeds["weighted_jct_s"].notna().all()
     assert len(list((folder / ht.CELLS_FOLDER).glob("*.json"))) == 3 * len(ht.SCHEMES)
 
-def test_quick_cli_writes_latex_and_a_manifest(quick_run: tuple[int, Path, str]) -> None:
+def test_quick_cli_writes_latex_and_a_manifest(quick_run: tuple[int, Path, str],
+                                              assert_table_files: Callable[..., None]) -> None:
     """The same rows as LaTeX; a manifest with the command, seeds and each file's sha256."""
     _, folder, _ = quick_run
-    markdown = (folder / ht.MARKDOWN_NAME).read_text()
-    latex = (folder / ht.LATEX_NAME).read_text()
-    md_rows = [ln for ln in markdown.splitlines() if ln.startswith("| ")]
-    tex_rows = [ln for ln in latex.splitlines() if ln.endswith(r" \\")]
-    assert len(tex_rows) == len(md_rows) > 1  # headers and rows, block by block
-    assert latex.count(r"\begin{tabular}") == latex.count(r"\bottomrule") >= 1
-    for md, tex in zip(md_rows, tex_rows, strict=True):
-        cells = md[2:-2].split(" | ")
-        assert tex.split(" & ")[0] == cells[0].replace("_", r"\_")
-        assert len(tex.split(" & ")) == len(cells)
-    assert "±" not in latex
-    data = json.loads((folder / ht.MANIFEST_NAME).read_text())
-    assert data["command"][:4] == ["schedlab", "tables", "hare", "--quick"]
-    assert data["seeds"] == [0]
-    assert data["started"] <= data["finished"]
-    names = [entry["name"] for entry in data["files"]]
-    assert names[:3] == [ht.MARKDOWN_NAME, ht.CSV_NAME, ht.LATEX_NAME]
-    assert all(name.endswith(".png") for name in names[3:]) and len(names) > 3
-    for entry in data["files"]:
-        content = (folder / entry["name"]).read_bytes()
-        assert entry["sha256"] == hashlib.sha256(content).hexdigest()
-    for cell in (folder / ht.CELLS_FOLDER).iterdir():  # cached cells: plain JSON
-        assert cell.suffix == ".json" and isinstance(json.loads(cell.read_text()), dict)
+    assert_table_files(ht, folder, "hare", [0])
 
 
 

@@ -6,10 +6,9 @@ records), or from the CSV's own per-seed rows."""
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
-import json
 import statistics
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -68,32 +67,11 @@ def test_quick_cli_writes_markdown_csv_and_png(quick_run: tuple[int, Path, str])
     assert len(seeds) == 2 * len(tt.POLICIES)
     assert list((folder / tt.CELLS_FOLDER).glob("*.json"))
 
-def test_quick_cli_writes_latex_and_a_manifest(quick_run: tuple[int, Path, str]) -> None:
+def test_quick_cli_writes_latex_and_a_manifest(quick_run: tuple[int, Path, str],
+                                              assert_table_files: Callable[..., None]) -> None:
     """The same rows as LaTeX; a manifest with the command, seeds and each file's sha256."""
     _, folder, _ = quick_run
-    markdown = (folder / tt.MARKDOWN_NAME).read_text()
-    latex = (folder / tt.LATEX_NAME).read_text()
-    md_rows = [ln for ln in markdown.splitlines() if ln.startswith("| ")]
-    tex_rows = [ln for ln in latex.splitlines() if ln.endswith(r" \\")]
-    assert len(tex_rows) == len(md_rows) > 1  # headers and rows, block by block
-    assert latex.count(r"\begin{tabular}") == latex.count(r"\bottomrule") >= 1
-    for md, tex in zip(md_rows, tex_rows, strict=True):
-        cells = md[2:-2].split(" | ")
-        assert tex.split(" & ")[0] == cells[0].replace("_", r"\_")
-        assert len(tex.split(" & ")) == len(cells)
-    assert "±" not in latex
-    data = json.loads((folder / tt.MANIFEST_NAME).read_text())
-    assert data["command"][:4] == ["schedlab", "tables", "titan", "--quick"]
-    assert data["seeds"] == [0]
-    assert data["started"] <= data["finished"]
-    names = [entry["name"] for entry in data["files"]]
-    assert names[:3] == [tt.MARKDOWN_NAME, tt.CSV_NAME, tt.LATEX_NAME]
-    assert all(name.endswith(".png") for name in names[3:]) and len(names) > 3
-    for entry in data["files"]:
-        content = (folder / entry["name"]).read_bytes()
-        assert entry["sha256"] == hashlib.sha256(content).hexdigest()
-    for cell in (folder / tt.CELLS_FOLDER).iterdir():  # cached cells: plain JSON
-        assert cell.suffix == ".json" and isinstance(json.loads(cell.read_text()), dict)
+    assert_table_files(tt, folder, "titan", [0])
 
 
 
