@@ -22,7 +22,9 @@ where a policy truly cannot run, its cell is empty and says why (:func:`plan_for
   merges), as ``schedlab tables titan`` runs its baselines.  The cluster gets 1 $/GPU-hour
   (:func:`~schedlab.analysis.cross_workloads.with_unit_price`) so Gavel's cost policies run.
   Shockwave cannot run here: its planner needs epoch schedules, and the fixed-gang view
-  shows each task as a fraction of work.
+  shows each task as a fraction of work; nor can a policy that needs Gavel's round mechanism
+  (``gavel.fifo_agnostic_quirks``: as Gavel's code, it grants more GPUs than exist and
+  relies on that mechanism to run only what fits).
 * ``hare.greedy`` (Hare's planner, an offline formulation, rounds known in advance) plans
   every workload converted to Hare jobs (:func:`~schedlab.analysis.cross_workloads.as_hare`;
   LP grid :attr:`TableSettings.lp_eps`); its numbers are the plan's, not a simulation's.
@@ -198,23 +200,28 @@ class Plan:
     reason: str = ""
 
 
-def _kind(policy: str) -> tuple[str, bool]:
-    """(the policy's ``workload_kind``, whether it plans Titan's elastic world)."""
+def _kind(policy: str) -> tuple[str, bool, bool]:
+    """(the policy's ``workload_kind``, whether it plans Titan's elastic world, whether it
+    needs Gavel's round mechanism)."""
     from schedlab.policies.registry import get_policy
 
     made = get_policy(policy)
-    return made.workload_kind, callable(getattr(made, "plan", None))
+    return (made.workload_kind, callable(getattr(made, "plan", None)),
+            getattr(made, "mechanism", None) == "gavel")
 
 
 def plan_for(policy: str, workload: str) -> Plan:
     """How ``policy`` runs on ``workload`` (module docstring)."""
     if policy == HARE:
         return Plan("hare", "as Hare jobs (R_j rounds of m_j tasks; a plan, not simulated)")
-    kind, elastic = _kind(policy)
+    kind, elastic, gavel_mechanism = _kind(policy)
     if workload == "fine-tuning":
         if kind == "shockwave":
             return Plan(None, reason="Shockwave plans epoch schedules; Titan's world shows "
                         "each task as a fraction of work")
+        if gavel_mechanism:
+            return Plan(None, reason="it over-commits GPUs as Gavel's code does and needs "
+                        "Gavel's round mechanism, which Titan's world does not have")
         if elastic:
             return Plan("elastic", "")
         return Plan("elastic", "fixed gangs: each task on its requested GPUs, no merges")
