@@ -161,9 +161,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="POP: a local process pool (default) or Ray")
     solve.add_argument("--pop-seed", type=int, default=0, metavar="S",
                        help="POP: seed of the random partition (default 0)")
-    solve.add_argument("--pop-partition", choices=("random", "balanced"), default="random",
-                       help="POP: random parts (default) or balanced ones (power-of-two "
-                       "choices on scale factor, weight and throughputs; docs/pop.md)")
+    solve.add_argument("--pop-partition", choices=("random", "balanced", "stratified"),
+                       default="random",
+                       help="POP: random parts (default), balanced ones (power-of-two "
+                       "choices on scale factor, weight and throughputs) or stratified ones "
+                       "(each class of identical jobs dealt round-robin: every part close to "
+                       "a 1/K replica of the whole; docs/pop.md)")
     solve.set_defaults(handler=_cmd_solve)
 
     validate = sub.add_parser("validate", parents=[common], help="validate instance files",

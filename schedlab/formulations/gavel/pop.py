@@ -29,7 +29,14 @@ Choices (docs/pop.md):
   job per part per round), each go to the better of two distinct random parts still open in
   the round, the one whose mean job moves closer to the whole population's mean job; a job is
   described by its scale factor, weight and throughput on each type, each dimension divided
-  by its population mean.  Part sizes are floor(J/k) or ceil(J/k) too.
+  by its population mean.  Part sizes are floor(J/k) or ceil(J/k) too.  ``stratified``
+  (:func:`stratified_partition`, ours, not POP's): the jobs are grouped into strata of jobs
+  the LP cannot tell apart (:func:`job_strata`: same scale factor, weight, throughput row and
+  job type) and each stratum is dealt round-robin over the parts, one rotation continuing
+  across the strata, so every part is as close to a 1/k replica of the whole as integers
+  allow.  When k divides every stratum's size (and every GPU count) each part's LP is the
+  full LP scaled by 1/k and has the same optimum, so POP is then exact for max-min fairness
+  (docs/pop.md derives it).
 * **Space sharing**: a co-located pair is kept only when both of its jobs fall in the same
   part -- that is what POP does; about 1/k of the pairs survive.
 * **Sub-cluster**: the schema's GPU counts are integers, so n_k GPUs of type k are
@@ -75,7 +82,9 @@ from schedlab.solvers import SolverOptions
 log = logging.getLogger(__name__)
 
 PopBackend = Literal["local", "ray"]
-PopPartition = Literal["random", "balanced"]
+PopPartition = Literal["random", "balanced", "stratified"]
+#: The partitions :func:`pop_partition` knows, in the order the CLI lists them.
+POP_PARTITIONS: tuple[PopPartition, ...] = ("random", "balanced", "stratified")
 
 
 @dataclass(frozen=True)
@@ -94,8 +103,9 @@ def pop_partition(instance: Instance, k: int, seed: int,
                   partition: PopPartition = "random") -> list[list[str]]:
     """The k parts of ``instance``'s jobs, each listed in instance order, of sizes floor(J/k)
     or ceil(J/k).  ``random``: a seeded random permutation cut into k blocks; ``balanced``:
-    :func:`balanced_partition` of :func:`job_dimensions`.  :class:`InputError` unless
-    1 <= k <= J and ``partition`` is one of the two."""
+    :func:`balanced_partition` of :func:`job_dimensions`; ``stratified``:
+    :func:`stratified_partition` of :func:`job_strata`.  :class:`InputError` unless
+    1 <= k <= J and ``partition`` is one of :data:`POP_PARTITIONS`."""
     num_jobs = len(instance.jobs)
     if k < 1 or k > num_jobs:
         raise InputError(f"the number of partitions must be between 1 and the number of jobs "
@@ -106,9 +116,11 @@ def pop_partition(instance: Instance, k: int, seed: int,
         blocks = np.array_split(order, k)
     elif partition == "balanced":
         blocks = balanced_partition(job_dimensions(instance), k, seed)
+    elif partition == "stratified":
+        blocks = stratified_partition(job_strata(instance), k, seed)
     else:
-        raise InputError(f"unknown POP partition {partition!r} (random or balanced)",
-                         field="--pop-partition")
+        raise InputError(f"unknown POP partition {partition!r} "
+                         f"({', '.join(POP_PARTITIONS)})", field="--pop-partition")
     return [[ids[j] for j in np.sort(block)] for block in blocks]
 
 
@@ -170,6 +182,58 @@ def balanced_partition(dims: np.ndarray, k: int, seed: int) -> list[np.ndarray]:
         sums[choice] += z[row]
         sizes[choice] += 1
         members[choice].append(row)
+    return [np.array(rows, dtype=int) for rows in members]
+
+
+def job_strata(instance: Instance) -> list[np.ndarray]:
+    """The jobs of ``instance`` grouped into strata of interchangeable jobs, in the order the
+    stratified partition deals them; each stratum the row indices (instance order) of its jobs.
+
+    Two jobs share a stratum when they agree on everything a max-min fairness LP reads of
+    them: scale factor s_j, weight w_j, throughput row T[j, .] on the cluster's types (each
+    value rounded to 12 significant digits), job type (the generator's co-location
+    throughputs are a function of the two jobs' types) and whether the job lists co-location
+    partners at all.  The strata are sorted by scale factor, then by decreasing
+    d_j = w_j T_eq[j] / max_k T[j, k] -- the GPUs (time-averaged) a job holds per unit of
+    normalized throughput on its fastest type, T_eq[j] = sum_k T[j, k] n_k / N -- then by the
+    key itself, so strata next to each other ask for similar resources."""
+    types = instance.types
+    counts = np.array([instance.cluster.accelerators[acc].count for acc in types], dtype=float)
+    strata: dict[tuple[Any, ...], list[int]] = {}
+    demand: dict[tuple[Any, ...], float] = {}
+    for row, job in enumerate(instance.jobs):
+        thr = np.array([float(job.throughput.get(acc, 0.0)) for acc in types])
+        key = (int(job.scale_factor), float(job.weight), job.job_type or "",
+               tuple(float(f"{value:.12g}") for value in thr), bool(job.colocated_throughput))
+        if key not in strata:
+            strata[key] = []
+            teq = float(thr @ counts) / float(counts.sum()) if counts.sum() else 0.0
+            best = float(thr.max()) if thr.size else 0.0
+            demand[key] = job.weight * teq / best if best > 0 else 0.0
+        strata[key].append(row)
+    order = sorted(strata, key=lambda key: (key[0], -demand[key], key))
+    return [np.array(strata[key], dtype=int) for key in order]
+
+
+def stratified_partition(strata: Sequence[np.ndarray], k: int, seed: int) -> list[np.ndarray]:
+    """Deal the members of each stratum round-robin into k parts; the parts' row indices.
+
+    The strata are taken in the given order and one rotation runs through all of them: a
+    stratum of m members gives its (seeded) shuffled members to parts c, c + 1, ... (mod k),
+    where c continues from where the previous stratum stopped.  So every stratum is split as
+    evenly as possible (each part receives floor(m/k) or ceil(m/k) of it), the part sizes
+    differ by at most one, and the m mod k left-over members of consecutive strata land in
+    consecutive parts.  ``seed`` (numpy ``default_rng``) shuffles each stratum and labels the
+    parts (a random permutation of 0..k-1 is the rotation's order); with interchangeable
+    members neither changes any part's optimum."""
+    rng = np.random.default_rng(seed)
+    labels = rng.permutation(k)
+    members: list[list[int]] = [[] for _ in range(k)]
+    cursor = 0
+    for stratum in strata:
+        for row in rng.permutation(np.asarray(stratum, dtype=int)).tolist():
+            members[int(labels[cursor % k])].append(row)
+            cursor += 1
     return [np.array(rows, dtype=int) for rows in members]
 
 
