@@ -42,15 +42,22 @@ Guarantee (checked by the tests): placements never exceed n_k, place each job at
 round and keep whole gangs.  When the allocation is feasible and every gang fits (e.g. all
 scale factors 1), f[u,k] -> X[u,k] as rounds accumulate; with larger gangs fragmentation can
 leave GPUs idle and f may fall short of X.
+
+Cost: :class:`RoundMechanism` keeps the (unit, type) options and the counts c[u,k] in numpy
+arrays (one ``lexsort`` per round, integer bookkeeping for the greedy pass, GPU ids from bit
+masks), so 20 rounds of 10^4 jobs take about half a second; the tests hold it to the round
+schedules of the per-job implementation it replaced (docs/rounds.md).
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import math
 import random
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -73,22 +80,21 @@ Unit = tuple[str, ...]
 _ELIGIBLE_EPS = 1e-9
 
 
-@dataclass(frozen=True)
-class _Candidate:
-    """One (unit, accelerator) option of a round with its sort key."""
-
-    unit: Unit
-    accelerator: str
-    key: tuple[float, float, float, int, int]
-    eligible: bool
-
-
 class RoundMechanism:
     """Stateful round-by-round mechanism (one call of :meth:`next_round` per round).
 
     ``allocation`` is X[j,k] = {job: {accelerator: share}}; ``colocated`` the pair shares of
     space sharing.  The simulator may step it round by round; :func:`schedule_rounds` runs it
     for a fixed number of rounds.
+
+    The state lives in arrays over the placeable (unit, type) options -- unit index, type
+    index, X -- and a (units x types) matrix of round counts c[u,k]; units are numbered in
+    instance order, so a unit's index is its tie-break rank.  A round is one ``np.lexsort``
+    of the options by (-priority, -deficit, -X, unit, type), one pass of integer bookkeeping
+    over the sorted options (the greedy choice cannot be vectorized further: each pick
+    changes the free GPUs), and the GPU ids from bit masks of free GPUs
+    (:class:`~schedlab.simulator.placement.PoolPlacer`, the same packing rule as
+    :func:`pick_gpu_ids`).
     """
 
     def __init__(
@@ -100,28 +106,66 @@ class RoundMechanism:
         work_conserving: bool = False,
         min_share: float = 1e-6,
     ) -> None:
-        self.instance = instance
         self.work_conserving = work_conserving
         self.min_share = min_share
+        self.rounds_done = 0
+        self._setup(instance, allocation, colocated, previous=None)
+
+    # ----------------------------------------------------------------- setup
+    def _setup(
+        self,
+        instance: Instance,
+        allocation: Mapping[str, Mapping[str, float]],
+        colocated: Sequence[PairShare],
+        previous: _History | None,
+    ) -> None:
+        """Arrays of units and options for ``instance``; ``previous`` carries history over."""
+        self.instance = instance
         self._jobs = {job.id: job for job in instance.jobs}
         self._job_order = instance.job_index()
-        self._acc_order = {acc: i for i, acc in enumerate(instance.types)}
+        self._types = list(instance.types)
+        self._acc_order = {acc: i for i, acc in enumerate(self._types)}
         self.targets: dict[Unit, dict[str, float]] = _unit_targets(instance, allocation, colocated)
         self.gang: dict[Unit, int] = {
             u: max(self._jobs[j].scale_factor for j in u) for u in self.targets
         }
-        self._unit_rank = {u: r for r, u in enumerate(sorted(self.targets, key=self._unit_key))}
-        self.received: dict[Unit, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        self.rounds_done = 0
-        #: round in which each unit joined (0 for the units of the first allocation)
-        self._born: dict[Unit, int] = dict.fromkeys(self.targets, 0)
-        self._last: dict[str, Placement] = {}
-        self._options = self._placeable_options()
+        order = self._job_order
+        self._units: list[Unit] = sorted(self.targets, key=lambda u: tuple(order[j] for j in u))
+        self._unit_index = {u: i for i, u in enumerate(self._units)}
+        self._members = [tuple(order[j] for j in u) for u in self._units]
+        self._gangs = [self.gang[u] for u in self._units]
+        self._solo = all(len(u) == 1 for u in self._units)
+        self._solo_ids = [u[0] for u in self._units]  # read only when every unit is solo
+        self._solo_scales = [self._jobs[u[0]].scale_factor for u in self._units]
+        # imported here: the simulator package imports the policies, which import this module
+        from schedlab.simulator.placement import PoolPlacer
 
-    # ----------------------------------------------------------------- setup
-    def _unit_key(self, unit: Unit) -> tuple[int, ...]:
-        """Instance order of a unit: (i,) for job i, (i, i') for a pair; (0,) < (0, 1) < (1,)."""
-        return tuple(self._job_order[j] for j in unit)
+        pools = instance.cluster.accelerators
+        self._capacity = [pools[acc].count for acc in self._types]
+        self._placers = [PoolPlacer(pools[acc].count, _gpus_per_node(
+            pools[acc].count, pools[acc].nodes, pools[acc].gpus_per_node)) for acc in self._types]
+        options = self._placeable_options()
+        index = self._unit_index
+        self._opt_unit = np.array([index[u] for u, _, _ in options], dtype=np.int64)
+        self._opt_acc = np.array([self._acc_order[a] for _, a, _ in options], dtype=np.int64)
+        self._opt_share = np.array([x for _, _, x in options], dtype=np.float64)
+        num_units, num_types = len(self._units), len(self._types)
+        self._counts = np.zeros((num_units, num_types), dtype=np.int64)
+        self._born = np.zeros(num_units, dtype=np.int64)
+        #: type index and GPU-id mask of each unit that ran in the last round (-1, 0: none)
+        self._last_acc = [-1] * num_units
+        self._last_mask = [0] * num_units
+        if previous is None:
+            return
+        for u, unit in enumerate(self._units):
+            self._born[u] = previous.born.get(unit, self.rounds_done)
+            for acc, got in previous.received.get(unit, {}).items():
+                if acc in self._acc_order:
+                    self._counts[u, self._acc_order[acc]] = got
+            last = previous.last.get(unit)
+            if last is not None and last[0] in self._acc_order:
+                self._last_acc[u] = self._acc_order[last[0]]
+                self._last_mask[u] = last[1]
 
     def _can_run(self, unit: Unit, acc: str) -> bool:
         """T[j,k] > 0 for a job; both co-location throughputs on k > 0 for a pair."""
@@ -151,6 +195,21 @@ class RoundMechanism:
                     options.append((unit, acc, share))
         return options
 
+    def _history(self) -> _History:
+        """Counts, birth rounds and last placements keyed by unit (survives a re-index)."""
+        received = self.received
+        born = {u: int(self._born[i]) for i, u in enumerate(self._units)}
+        last = {u: (self._types[self._last_acc[i]], self._last_mask[i])
+                for i, u in enumerate(self._units) if self._last_acc[i] >= 0}
+        return _History(received, born, last)
+
+    @property
+    def received(self) -> dict[Unit, dict[str, int]]:
+        """c[u,k]: rounds each unit received on each type (every unit, every type)."""
+        counts = self._counts.tolist()
+        return {u: dict(zip(self._types, row, strict=True))
+                for u, row in zip(self._units, counts, strict=True)}
+
     def update(
         self,
         instance: Instance,
@@ -166,116 +225,147 @@ class RoundMechanism:
         priority[u,k] = X[u,k] t_u / c[u,k].  Without updates every t_u equals the rounds done,
         so the rule is unchanged.
         """
-        self.instance = instance
-        self._jobs = {job.id: job for job in instance.jobs}
-        self._job_order = instance.job_index()
-        self._acc_order = {acc: i for i, acc in enumerate(instance.types)}
-        self.targets = _unit_targets(instance, allocation, colocated)
-        self.gang = {u: max(self._jobs[j].scale_factor for j in u) for u in self.targets}
-        self._unit_rank = {u: r for r, u in enumerate(sorted(self.targets, key=self._unit_key))}
-        self._born = {u: self._born.get(u, self.rounds_done) for u in self.targets}
-        kept: dict[Unit, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        for unit in self.targets:
-            if unit in self.received:
-                kept[unit] = self.received[unit]
-        self.received = kept
-        self._last = {j: p for j, p in self._last.items() if j in self._jobs}
-        self._options = self._placeable_options()
+        self._setup(instance, allocation, colocated, previous=self._history())
 
     # ----------------------------------------------------------------- rounds
     def next_round(self) -> list[Placement]:
         """Decide one round: choose units by priority, then assign GPU ids; update history."""
-        chosen = self._choose_units(self._candidates())
-        placements: list[Placement] = []
-        for acc in self.instance.types:
-            on_acc = [u for u, k in chosen if k == acc]
-            placements += self._place_on(acc, on_acc)
-        placements.sort(key=lambda p: self._job_order[p.job])
-        for unit, acc in chosen:
-            self.received[unit][acc] += 1
-        self._last = {p.job: p for p in placements}
+        chosen = self._choose()
+        units = self._opt_unit[chosen].tolist()
+        accs = self._opt_acc[chosen].tolist()
+        by_type: list[list[int]] = [[] for _ in self._types]
+        for u, k in zip(units, accs, strict=True):
+            by_type[k].append(u)
+        last_acc = [-1] * len(self._units)
+        last_mask = [0] * len(self._units)
+        for k, on_type in enumerate(by_type):
+            if not on_type:
+                continue
+            previous = [self._last_mask[u] if self._last_acc[u] == k else 0 for u in on_type]
+            masks = self._placers[k].place([self._gangs[u] for u in on_type], previous)
+            for u, mask in zip(on_type, masks, strict=True):
+                last_acc[u] = k
+                last_mask[u] = mask
+        self._counts[self._opt_unit[chosen], self._opt_acc[chosen]] += 1
+        self._last_acc, self._last_mask = last_acc, last_mask
         self.rounds_done += 1
-        return placements
+        units.sort()  # unit order = job order of the first member
+        if self._solo:  # one placement per unit, already in job order
+            job_ids, scales, types = self._solo_ids, self._solo_scales, self._types
+            return [Placement(job=job_ids[u], accelerator=types[last_acc[u]], gpus=scales[u],
+                              gpu_ids=_mask_ids(last_mask[u], scales[u])) for u in units]
+        placements: list[tuple[int, Placement]] = []
+        for u in units:
+            ids = _mask_ids(last_mask[u], self._gangs[u])
+            placements += self._unit_placements(u, self._types[last_acc[u]], ids)
+        placements.sort(key=lambda item: item[0])
+        return [p for _, p in placements]
 
-    def _candidates(self) -> list[_Candidate]:
-        """All placeable (unit, k), sorted by priority, deficit, share, job and type order."""
-        out: list[_Candidate] = []
-        for unit, acc, share in self._options:
-            t = self.rounds_done - self._born[unit]
-            got = self.received[unit][acc]
-            priority = math.inf if got == 0 else share * t / got
-            deficit = share * t - got
-            key = (-priority, -deficit, -share, self._unit_rank[unit], self._acc_order[acc])
-            eligible = got < share * (t + 1) - _ELIGIBLE_EPS
-            out.append(_Candidate(unit, acc, key, eligible))
-        out.sort(key=lambda c: c.key)
-        return out
+    def _choose(self) -> npt.NDArray[np.intp]:
+        """Greedy over the options in priority order: whole gangs, each job once, within n_k.
 
-    def _choose_units(self, candidates: list[_Candidate]) -> list[tuple[Unit, str]]:
-        """Greedy over the sorted candidates: whole gangs, each job once, within n_k."""
-        free = {acc: pool.count for acc, pool in self.instance.cluster.accelerators.items()}
-        placed_jobs: set[str] = set()
-        chosen: list[tuple[Unit, str]] = []
-        passes = [True, False] if self.work_conserving else [True]
-        for eligible_only in passes:
-            for c in candidates:
-                if eligible_only and not c.eligible:
+        Returns the chosen option indices.  The sort keys are the per-job rule's, computed
+        with the same float operations (so ties stay ties): priority X t / c (+inf at c = 0),
+        deficit X t - c, then X, unit rank and type order; eligible: c < X (t + 1) - eps.
+        """
+        unit, acc, share = self._opt_unit, self._opt_acc, self._opt_share
+        if len(unit) == 0:
+            return np.zeros(0, dtype=np.intp)
+        age = self.rounds_done - self._born[unit]
+        got = self._counts[unit, acc]
+        weighted = share * age
+        priority = np.full(len(unit), np.inf)
+        np.divide(weighted, got, out=priority, where=got != 0)
+        deficit = weighted - got
+        order = np.lexsort((acc, unit, -share, -deficit, -priority))
+        eligible = got < share * (age + 1) - _ELIGIBLE_EPS
+        passes = [order[eligible[order]]]
+        if self.work_conserving:
+            passes.append(order)
+        free = list(self._capacity)
+        total_free = sum(free)
+        gangs = self._gangs
+        smallest = min(gangs)
+        units = unit.tolist()
+        accs = acc.tolist()
+        chosen: list[int] = []
+        if self._solo:  # unit u is a single job: placed once means unit placed
+            placed = bytearray(len(gangs))
+            for candidates in passes:
+                for c in candidates.tolist():
+                    u = units[c]
+                    if placed[u]:
+                        continue
+                    k = accs[c]
+                    g = gangs[u]
+                    if g > free[k]:
+                        continue
+                    placed[u] = 1
+                    free[k] -= g
+                    total_free -= g
+                    chosen.append(c)
+                    if total_free < smallest:
+                        break
+            return np.array(chosen, dtype=np.intp)
+        members = self._members
+        placed = bytearray(len(self._job_order))
+        for candidates in passes:
+            for c in candidates.tolist():
+                u = units[c]
+                k = accs[c]
+                g = gangs[u]
+                if g > free[k] or any(placed[j] for j in members[u]):
                     continue
-                gang = self.gang[c.unit]
-                if gang > free[c.accelerator] or placed_jobs.intersection(c.unit):
-                    continue
-                free[c.accelerator] -= gang
-                placed_jobs.update(c.unit)
-                chosen.append((c.unit, c.accelerator))
-        return chosen
+                for j in members[u]:
+                    placed[j] = 1
+                free[k] -= g
+                total_free -= g
+                chosen.append(c)
+                if total_free < smallest:
+                    break
+        return np.array(chosen, dtype=np.intp)
 
-    def _sticky_ids(self, unit: Unit, acc: str) -> list[int] | None:
-        """The ids ``unit`` held on ``acc`` last round, if it ran there as the same unit."""
-        held: set[int] = set()
-        for job_id in unit:
-            last = self._last.get(job_id)
-            partners = [j for j in unit if j != job_id]
-            if last is None or last.accelerator != acc or last.gpu_ids is None:
-                return None
-            if last.partner != (partners[0] if partners else None):
-                return None
-            held.update(last.gpu_ids)
-        return sorted(held)
-
-    def _place_on(self, acc: str, units: list[Unit]) -> list[Placement]:
-        """GPU ids on one type: sticky units keep their ids, the rest are packed."""
-        pool = self.instance.cluster.accelerators[acc]
-        per_node = _gpus_per_node(pool.count, pool.nodes, pool.gpus_per_node)
-        free = set(range(pool.count))
-        ids: dict[Unit, list[int]] = {}
-        for unit in units:  # units arrive in priority order
-            sticky = self._sticky_ids(unit, acc)
-            if sticky is not None and len(sticky) == self.gang[unit] and free.issuperset(sticky):
-                ids[unit] = sticky
-                free.difference_update(sticky)
-        rest = [u for u in units if u not in ids]
-        rest.sort(key=lambda u: -self.gang[u])  # stable: priority order within a gang size
-        for unit in rest:
-            ids[unit] = pick_gpu_ids(free, self.gang[unit], pool.count, per_node)
-            free.difference_update(ids[unit])
-        return [p for unit in units for p in self._unit_placements(unit, acc, ids[unit])]
-
-    def _unit_placements(self, unit: Unit, acc: str, ids: list[int]) -> list[Placement]:
-        """One Placement per job; a pair's smaller gang takes the first s_j of the ids."""
+    def _unit_placements(self, u: int, acc: str, ids: list[int]) -> list[tuple[int, Placement]]:
+        """(job order, Placement) per job; a pair's smaller gang takes the first s_j ids."""
+        unit = self._units[u]
         if len(unit) == 1:
             job = self._jobs[unit[0]]
-            return [Placement(job=job.id, accelerator=acc, gpus=job.scale_factor, gpu_ids=ids)]
+            return [(self._members[u][0], Placement(job=job.id, accelerator=acc,
+                                                    gpus=job.scale_factor, gpu_ids=ids))]
         a, b = unit
         return [
-            Placement(
+            (self._job_order[j], Placement(
                 job=j,
                 accelerator=acc,
                 gpus=self._jobs[j].scale_factor,
                 gpu_ids=ids[: self._jobs[j].scale_factor],
                 partner=other,
-            )
+            ))
             for j, other in ((a, b), (b, a))
         ]
+
+
+def _mask_ids(mask: int, size: int) -> list[int]:
+    """GPU ids of a bit mask of ``size`` set bits, ascending (a contiguous run in O(1))."""
+    low = (mask & -mask).bit_length() - 1
+    if mask == ((1 << size) - 1) << low:
+        return list(range(low, low + size))
+    ids: list[int] = []
+    while mask:
+        bit = mask & -mask
+        ids.append(bit.bit_length() - 1)
+        mask ^= bit
+    return ids
+
+
+@dataclass(frozen=True)
+class _History:
+    """What :meth:`RoundMechanism.update` carries over, keyed by unit and type name."""
+
+    received: dict[Unit, dict[str, int]]
+    born: dict[Unit, int]
+    #: (type, GPU-id mask) of the units that ran in the last round
+    last: dict[Unit, tuple[str, int]]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -380,10 +470,29 @@ def schedule_rounds(
     rounds = instance.params.num_rounds if num_rounds is None else num_rounds
     if rounds < 0:
         raise InputError(f"num_rounds must be >= 0 (got {rounds})", field="num_rounds")
-    mechanism = RoundMechanism(
-        instance, allocation, colocated, work_conserving=work_conserving, min_share=min_share
-    )
-    return [mechanism.next_round() for _ in range(rounds)]
+    with _gc_paused():
+        mechanism = RoundMechanism(
+            instance, allocation, colocated, work_conserving=work_conserving,
+            min_share=min_share,
+        )
+        return [mechanism.next_round() for _ in range(rounds)]
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector (restored on exit).
+
+    A round of 10^4 jobs creates ~10^4 :class:`Placement` objects and no reference cycles;
+    with the collector on, the growing heap triggers full collections that cost more than the
+    rounds themselves (1.5 s instead of 0.7 s of CPU for 20 rounds of 10^4 jobs).
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def with_rounds(
