@@ -197,7 +197,7 @@ def test_heterogeneity_awareness_lowers_average_jct() -> None:
 
 def test_generic_path_runs_other_formulations() -> None:
     instance = generate_gavel_instance(6, {"v100": 2, "k80": 2}, seed=3, jobs_per_hour=12)
-    policy = get_policy("gavel.min_makespan")
+    policy = get_policy("gavel.min_makespan", method="generic")
     assert isinstance(policy, GavelPolicy) and policy.path == "generic"
     result = simulate(instance, policy=policy)
     assert result.complete and result.solves >= 1
@@ -335,7 +335,7 @@ def test_unknown_names_are_clear_errors() -> None:
     with pytest.raises(InputError, match="not a Gavel formulation"):
         GavelPolicy("saturn.time_indexed")
     with pytest.raises(InputError, match="no array path"):
-        GavelPolicy("gavel.min_makespan", method="array")
+        GavelPolicy("gavel.hierarchical", method="array")
     with pytest.raises(InputError, match="resolve_every"):
         GavelPolicy(resolve_every=0)
 

@@ -21,35 +21,52 @@ their share.
 
 Two paths compute X:
 
-* **array** (``gavel.max_min_fairness`` and ``gavel.max_min_fairness_agnostic``): the LP is
-  built from numpy arrays in a persistent :class:`~schedlab.solvers.matrix.MatrixModel` of the
-  chosen solver (HiGHS by default) that only changes where the job set changed
-  (:class:`MaxMinClassLP`).  Jobs with the same scale
-  factor, weight and throughputs form a class; by symmetry an optimum exists in which they get
-  equal shares, so the LP over classes (one column per class and type, the class size m_c in
-  the rows) has the same optimum as the per-job LP (``docs/fast_paths.md`` gives the
-  argument).  A job that arrives into a known class changes two numbers of the model; the
-  solver re-solves from the previous basis in a fraction of a millisecond.
-* **generic** (every other Gavel formulation): an :class:`~schedlab.instance.Instance` of the
-  active jobs is built (remaining steps, ``time_in_system_s`` = now - arrival,
-  ``isolated_time_s`` = steps done / T_iso, entity = the job's ``user``) and solved with the
-  formulation's own ``solve`` -- the reference model, slow but exact.
+* **array** (:func:`fast_path_of`): the LP lives in a persistent
+  :class:`~schedlab.solvers.matrix.MatrixModel` of the chosen solver (HiGHS by default) that
+  only changes where its data changed, and is re-solved from its last basis.
+
+  - ``gavel.max_min_fairness`` (and ``_agnostic``; ``_packed`` while no two active jobs have
+    co-location throughputs): :class:`~schedlab.policies.gavel_class_lp.MaxMinClassLP`.  Jobs
+    with the same scale factor, weight and throughputs form a class; by symmetry an optimum
+    exists in which they get equal shares, so the LP over classes (one column per class and
+    type, the class size m_c in the rows) has the same optimum as the per-job LP
+    (``docs/fast_paths.md`` gives the argument).  A job that arrives into a known class
+    changes two numbers of the model.
+  - ``gavel.max_sum_throughput`` and its variants (``_agnostic``, ``_normalized``,
+    ``gavel.min_cost``, ``gavel.min_cost_normalized``): the same classes in
+    :class:`~schedlab.policies.gavel_class_lp.SumThroughputClassLP`.  (The adapter's jobs carry
+    no SLOs: :class:`~schedlab.policies.state.JobState` has none.)
+  - ``gavel.min_makespan`` and ``gavel.finish_time_fairness`` (and ``_agnostic``): their rows
+    read each job's remaining steps (and time in system and isolated time), so the model stays
+    per job (:mod:`schedlab.policies.gavel_job_lp`): arriving jobs add rows and columns,
+    leaving ones are retired in place, the per-job coefficients are changed in place;
+    finish-time fairness searches min max rho from the last decision's value with
+    Dinkelbach-type steps instead of plain bisection (same bracket, test and tolerance).
+
+  Every array path reaches the reference model's optimum (``tests/test_gavel_policy_fast.py``
+  checks every decision of simulated runs); where that optimum is not unique (identical jobs,
+  degenerate LPs) the allocation can be another optimal one, so per-job JCTs can differ from
+  the generic path's (``docs/simulator.md``, "Gavel policies at simulator speed").
+* **generic** (``method="generic"``, and hierarchical and the other space-sharing variants):
+  an :class:`~schedlab.instance.Instance` of the active jobs is built (remaining steps,
+  ``time_in_system_s`` = now - arrival, ``isolated_time_s`` = steps done / T_iso, entity = the
+  job's ``user``) and solved with the formulation's own ``solve`` -- the reference model,
+  slow but exact.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
 from operator import attrgetter
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from schedlab.errors import InputError, SolverError, UnknownNameError
 from schedlab.formulations.gavel import models as gavel_formulations
-from schedlab.formulations.gavel.data import isolated_share
+from schedlab.formulations.gavel.data import GavelData, isolated_share
 from schedlab.formulations.gavel.rounds import (
     GavelRoundState,
     PriorityCandidates,
@@ -57,11 +74,11 @@ from schedlab.formulations.gavel.rounds import (
 )
 from schedlab.instance import Cluster, Instance, Job, Params
 from schedlab.policies.base import Policy
+from schedlab.policies.gavel_class_lp import MaxMinClassLP, SumThroughputClassLP
+from schedlab.policies.gavel_job_lp import FinishTimeSearch, MakespanLP
 from schedlab.policies.state import Assignment, ClusterState, JobState
 from schedlab.registry import formulations
-from schedlab.solution import Status
 from schedlab.solvers import LpMethod, SolverOptions
-from schedlab.solvers.matrix import matrix_model
 
 log = logging.getLogger(__name__)
 
@@ -73,200 +90,27 @@ Mechanism = Literal["schedlab", "gavel"]
 
 _job_id = attrgetter("id")
 
-#: Classes without active jobs the persistent LP keeps before it is rebuilt without them.
-_MAX_IDLE_CLASSES = 64
+#: The persistent model an array path keeps: the class LPs of max-min fairness and of the
+#: sum of throughputs, the per-job LPs of min makespan and finish-time fairness.
+FastPath = Literal["max_min", "sum_throughput", "makespan", "finish_time"]
 
 
-# ------------------------------------------------------------------------ the array LP
-
-
-class MaxMinClassLP:
-    r"""Gavel's max-min fairness LP over job classes, kept in one persistent LP.
-
-    Class c (jobs with equal s_c, w_c and throughput row T_c) has m_c active jobs and
-    a_c = s_c / (w_c T_eq[c]), T_eq[c] = sum_k T_ck n_k / N.  Variables: t and, per class,
-    Z_ck = the class's *total* share on type k (heterogeneity-aware: one column per allowed
-    type; agnostic: one column Z_c whose time lands on the allowed types in proportion to
-    n_k, X_ck = Z_c n_k / N_c, N_c = sum of n_k over the allowed types).
-
-    .. math::
-
-        \max t \quad\text{s.t.}\quad
-        \text{fair}_c:\; a_c \sum_k T_{ck} Z_{ck} - m_c t \ge 0,\qquad
-        \text{share}_c:\; \sum_k Z_{ck} \le m_c,\qquad
-        \text{capacity}_k:\; \sum_c s_c Z_{ck} \le n_k
-
-    Each job of class c gets X_jk = Z_ck / m_c.  Only ``fair_c``'s coefficient of t and
-    ``share_c``'s bound depend on m_c, so a change of the job set changes two numbers per
-    class and the model is re-solved from its last basis.  A class with m_c = 0 is inert
-    (its Z is forced to 0 and its row holds trivially); when more than
-    :data:`_MAX_IDLE_CLASSES` classes are idle the model is rebuilt without them.
-
-    The model is a :class:`~schedlab.solvers.matrix.MatrixModel` of the solver ``options``
-    name (HiGHS by default, presolve off: the warm re-solves are a few dual simplex
-    iterations), with the options' threads, LP method and seed and no time limit.
-    """
-
-    def __init__(
-        self,
-        types: list[str],
-        gpus: FloatArray,
-        *,
-        heterogeneity_aware: bool = True,
-        threads: int | None = None,
-        options: SolverOptions | None = None,
-    ) -> None:
-        self.types = types
-        self.gpus = np.asarray(gpus, dtype=float)
-        self.aware = heterogeneity_aware
-        # no time limit: a warm re-solve takes a fraction of a millisecond, and a limit
-        # could only turn it into a failed decision
-        opts = replace(options or SolverOptions(), time_limit_s=None)
-        if threads is not None:
-            opts = replace(opts, threads=threads)
-        self.options = opts
-        self._keys: dict[tuple[float, float, bytes], int] = {}
-        self._rows: list[tuple[float, float, FloatArray]] = []  # (s, w, T) per class
-        self._reset_model()
-
-    @property
-    def backend(self) -> str:
-        """The solver holding the model (``highs``, ``gurobi``)."""
-        return self.model.backend
-
-    # model --------------------------------------------------------------------------
-    def _reset_model(self) -> None:
-        model = matrix_model(self.options, presolve=False)
-        model.add_columns([0.0], [np.inf], [1.0])  # t
-        model.set_sense("maximize")
-        model.add_rows(np.full(len(self.types), -np.inf), self.gpus)  # capacity_k, filled later
-        self.model = model
-        self._fair_row: list[int] = []
-        self._share_row: list[int] = []
-        self._col_class: list[int] = []
-        self._col_direction: list[FloatArray] = []  # X per unit of Z, per type
-        self._scatter: tuple[IntArray, IntArray, FloatArray] | None = None
-        self._counts = np.zeros(0)
-        for c in range(len(self._rows)):
-            self._add_to_model(c)
-
-    def _add_to_model(self, c: int) -> None:
-        """Rows fair_c, share_c and the columns Z_c of class c (count 0)."""
-        model = self.model
-        scale, weight, thr = self._rows[c]
-        n = self.gpus
-        allowed = (thr > 0) & (scale <= n)
-        thr = np.where(allowed, thr, 0.0)
-        teq = float((thr * n).sum() / n.sum())
-        a = scale / (weight * teq) if teq > 0 else 0.0
-        fair, share = model.add_rows([0.0, -np.inf], [np.inf, 0.0]).tolist()
-        self._fair_row.append(fair)
-        self._share_row.append(share)
-        num_types = len(self.types)
-        if self.aware:
-            ks = np.flatnonzero(allowed)
-            width = len(ks)
-            rows = np.column_stack([np.full(width, fair), np.full(width, share), ks])
-            values = np.column_stack([a * thr[ks], np.ones(width), np.full(width, scale)])
-            model.add_columns(np.zeros(width), np.full(width, np.inf), 0.0,
-                              starts=np.arange(0, 3 * width + 1, 3), rows=rows.reshape(-1),
-                              values=values.reshape(-1))
-            self._col_class.extend([c] * width)
-            self._col_direction.extend(np.eye(num_types)[ks])
-        elif allowed.any():
-            pool = float(n[allowed].sum())
-            direction = np.where(allowed, n / pool, 0.0)
-            ks = np.flatnonzero(allowed)
-            rows = np.concatenate(([fair, share], ks))
-            values = np.concatenate(([a * float((thr * direction).sum()), 1.0],
-                                     scale * direction[ks]))
-            model.add_columns([0.0], [np.inf], 0.0, starts=[0, len(rows)], rows=rows,
-                              values=values)
-            self._col_class.append(c)
-            self._col_direction.append(direction)
-        self._counts = np.append(self._counts, 0.0)
-        self._scatter = None
-
-    def _scatter_arrays(self) -> tuple[IntArray, IntArray, FloatArray]:
-        """(class, type and X per unit of Z per type (ncols, K)) of each Z column, cached."""
-        if self._scatter is None:
-            num_types = len(self.types)
-            direction = np.asarray(self._col_direction, dtype=float).reshape(-1, num_types)
-            self._scatter = (
-                np.asarray(self._col_class, dtype=np.int64),
-                np.argmax(direction, axis=1).astype(np.int64),
-                direction,
-            )
-        return self._scatter
-
-    def class_of(self, scale: float, weight: float, throughput: FloatArray) -> int:
-        """The class id of a job (a new class is added to the model when needed)."""
-        thr = np.asarray(throughput, dtype=float)
-        key = (float(scale), float(weight), thr.tobytes())
-        c = self._keys.get(key)
-        if c is None:
-            c = len(self._rows)
-            self._keys[key] = c
-            self._rows.append((float(scale), float(weight), thr.copy()))
-            self._add_to_model(c)
-        return c
-
-    @property
-    def num_classes(self) -> int:
-        """Classes in the model (with or without active jobs)."""
-        return len(self._rows)
-
-    def compact(self, counts: IntArray) -> IntArray | None:
-        """Rebuild without idle classes when too many are idle; returns old -> new class ids
-        (-1: dropped), or None when nothing changed."""
-        idle = self.num_classes - int(np.count_nonzero(counts[: self.num_classes]))
-        if idle <= _MAX_IDLE_CLASSES:
-            return None
-        keep = np.flatnonzero(counts[: self.num_classes] > 0)
-        remap = np.full(self.num_classes, -1, dtype=np.int64)
-        remap[keep] = np.arange(len(keep))
-        self._rows = [self._rows[c] for c in keep]
-        self._keys = {k: int(remap[c]) for k, c in self._keys.items() if remap[c] >= 0}
-        self._reset_model()
-        return remap
-
-    # solve ----------------------------------------------------------------------------
-    def solve(self, counts: IntArray) -> tuple[float, FloatArray]:
-        """(t*, X per job of each class (C, K)) for class sizes ``counts`` (C,)."""
-        model = self.model
-        num_classes = self.num_classes
-        m = counts[:num_classes].astype(float)
-        if len(m) < num_classes:
-            m = np.concatenate([m, np.zeros(num_classes - len(m))])
-        changed = np.flatnonzero(m != self._counts)
-        if len(changed):
-            sizes = m[changed]
-            model.set_coefficients(np.asarray(self._fair_row)[changed], 0, -sizes)
-            model.set_row_bounds(np.asarray(self._share_row)[changed], -np.inf, sizes)
-        self._counts = m
-        num_types = len(self.types)
-        total = np.zeros((num_classes, num_types))
-        if not m.any():
-            return 0.0, total
-        result = model.solve()
-        if result.status != Status.OPTIMAL:
-            log.debug("warm re-solve ended %s (%s); solving from scratch", result.status.value,
-                      result.message)
-            model.forget_basis()
-            result = model.solve()
-            if result.status != Status.OPTIMAL:
-                raise SolverError(f"{model.backend} could not solve the max-min fairness LP: "
-                                  f"{result.status.value} ({result.message})")
-        values = model.values()
-        t = float(values[0])
-        z = np.maximum(values[1:], 0.0)
-        col_class, col_type, direction = self._scatter_arrays()
-        if self.aware:  # one column per (class, type)
-            total[col_class, col_type] = z
-        elif len(z):  # one column per class
-            total[col_class] = z[:, None] * direction
-        per_job = np.divide(total, m[:, None], out=total, where=m[:, None] > 0)
-        return t, np.minimum(per_job, 1.0, out=per_job)
+def fast_path_of(cls: type, kwargs: dict[str, Any]) -> FastPath | None:
+    """The array path of a Gavel formulation class and its registry keyword arguments, or
+    None (the generic path only).  Space-sharing max-min fairness takes the class LP while no
+    two active jobs have co-location throughputs (:meth:`GavelPolicy._has_pairs`); the other
+    space-sharing variants have none."""
+    if issubclass(cls, gavel_formulations.MaxMinFairness):
+        return "max_min"
+    if kwargs.get("space_sharing", False):
+        return None
+    if issubclass(cls, gavel_formulations.MaxSumThroughput):
+        return "sum_throughput"
+    if issubclass(cls, gavel_formulations.MinMakespan):
+        return "makespan"
+    if issubclass(cls, gavel_formulations.FinishTimeFairness):
+        return "finish_time"
+    return None
 
 
 # ------------------------------------------------------------------------ the adapter
@@ -325,8 +169,7 @@ class GavelPolicy(Policy):
         if method not in ("auto", "array", "generic"):
             raise InputError(f"method must be auto, array or generic, got {method!r}",
                              field="method")
-        has_array = (issubclass(entry.cls, gavel_formulations.MaxMinFairness)
-                     and not entry.kwargs.get("space_sharing", False))
+        has_array = fast_path_of(entry.cls, entry.kwargs) is not None
         if method == "array" and not has_array:
             raise InputError(f"{formulation} has no array path; use method='generic'",
                              field="method")
@@ -343,6 +186,13 @@ class GavelPolicy(Policy):
         self.min_share = min_share
         self.path: Literal["array", "generic"] = (
             "array" if has_array and method != "generic" else "generic")
+        #: which persistent model the array path keeps (None on the generic path)
+        self.fast_path: FastPath | None = (
+            fast_path_of(entry.cls, entry.kwargs) if self.path == "array" else None)
+        form = entry.make()
+        if not isinstance(form, gavel_formulations.GavelMethod):  # checked above
+            raise InputError(f"{formulation!r} is not a Gavel formulation")
+        self._form = form
         self.heterogeneity_aware = bool(entry.kwargs.get("heterogeneity_aware", True))
         self.options = SolverOptions(solver=solver, time_limit_s=time_limit_s, threads=threads,
                                      lp_method=lp_method)
@@ -379,10 +229,27 @@ class GavelPolicy(Policy):
         self.gpus = np.array([cluster.accelerators[k].count for k in self.types], dtype=float)
         self._free = [int(n) for n in self.gpus]
         self._lp: MaxMinClassLP | None = None
-        if self.path == "array":
+        self._job_lp: MakespanLP | FinishTimeSearch | None = None
+        form = self._form
+        if self.fast_path == "max_min":
             self._lp = MaxMinClassLP(self.types, self.gpus,
                                      heterogeneity_aware=self.heterogeneity_aware,
                                      options=self.options)
+        elif self.fast_path == "sum_throughput":
+            assert isinstance(form, gavel_formulations.MaxSumThroughput)
+            prices = [cluster.accelerators[k].cost_per_hour for k in self.types]
+            self._lp = SumThroughputClassLP(
+                self.types, self.gpus,
+                prices=(np.array(prices, dtype=float) if form.cost and all(prices) else None),
+                normalize=form.normalize, heterogeneity_aware=self.heterogeneity_aware,
+                options=self.options)
+        elif self.fast_path == "makespan":
+            self._job_lp = MakespanLP(self.types, self.gpus,
+                                      heterogeneity_aware=self.heterogeneity_aware,
+                                      options=self.options)
+        elif self.fast_path == "finish_time":
+            assert isinstance(form, gavel_formulations.FinishTimeFairness)
+            self._job_lp = FinishTimeSearch(form, self.types, self.gpus, options=self.options)
         size = 64
         num_types = len(self.types)
         self._slot_of: dict[str, int] = {}
@@ -390,6 +257,8 @@ class GavelPolicy(Policy):
         self._arrival = np.zeros(size)
         self._gang = np.zeros(size, dtype=np.int64)
         self._runnable = np.zeros((size, num_types), dtype=bool)
+        self._thr = np.zeros((size, num_types))  # T[j,k], 0 where j cannot run on k
+        self._weight = np.ones(size)
         self._received = np.zeros((size, num_types))
         self._target = np.zeros((size, num_types))
         self._class = np.full(size, -1, dtype=np.int64)
@@ -414,6 +283,7 @@ class GavelPolicy(Policy):
         self._gang_list: list[int] = []
         self._isolated_s = {}
         self._isolated_prev = {}
+        self._fairness_tolerance = Params().fairness_tolerance
 
     def _grow(self, need: int) -> None:
         size = len(self._arrival)
@@ -423,7 +293,8 @@ class GavelPolicy(Policy):
         extra = new - size
         self._arrival = np.concatenate([self._arrival, np.zeros(extra)])
         self._gang = np.concatenate([self._gang, np.zeros(extra, dtype=np.int64)])
-        for attr in ("_runnable", "_received", "_target"):
+        self._weight = np.concatenate([self._weight, np.ones(extra)])
+        for attr in ("_runnable", "_received", "_target", "_thr"):
             old = getattr(self, attr)
             setattr(self, attr, np.concatenate(
                 [old, np.zeros((extra, old.shape[1]), dtype=old.dtype)]))
@@ -506,6 +377,7 @@ class GavelPolicy(Policy):
         self._slot_of[js.id] = slot
         self._arrival[slot] = js.arrival
         self._gang[slot] = js.scale_factor
+        self._weight[slot] = js.weight
         self._read_throughput(js, slot)
         self._received[slot] = [js.time_on.get(k, 0.0) for k in self.types]
         row = [Assignment(js.id, k) for k in self.types]
@@ -519,6 +391,7 @@ class GavelPolicy(Policy):
         thr = [js.throughput.get(k, 0.0) for k in self.types]
         self._runnable[slot] = [t > 0 and js.scale_factor <= n
                                 for t, n in zip(thr, self._free, strict=True)]
+        self._thr[slot] = np.where(self._runnable[slot], thr, 0.0)
         if self._lp is not None:
             self._class[slot] = self._lp.class_of(js.scale_factor, js.weight, np.array(thr))
         self._thr_version[js.id] = js.throughput_version
@@ -549,7 +422,11 @@ class GavelPolicy(Policy):
     # solving ------------------------------------------------------------------------------
     def _solve(self, state: ClusterState) -> None:
         rows = self._rows
-        if self._lp is not None:
+        if self._job_lp is not None:
+            self._solve_per_job(state)
+            return
+        if self._lp is not None and not self._has_pairs(state):
+            self._pairs = []
             classes = self._class[rows]
             counts = np.bincount(classes, minlength=self._lp.num_classes)
             remap = self._lp.compact(counts)
@@ -602,6 +479,70 @@ class GavelPolicy(Policy):
             y = np.zeros(len(self.types))
             y[self._type_index[pair.accelerator]] = pair.fraction
             self._pairs.append((a, b, y))
+
+    def _has_pairs(self, state: ClusterState) -> bool:
+        """True when some active job has a co-location throughput with another active job
+        (only a space-sharing formulation reads them; its class LP holds no pairs, so such a
+        decision goes to the reference model)."""
+        if not self._form.space_sharing:
+            return False
+        ids = set(self._ids)
+        return any(js.colocated_throughput and not ids.isdisjoint(js.colocated_throughput)
+                   for js in state.active)
+
+    def policy_data(self, state: ClusterState) -> GavelData:
+        """The arrays :func:`~schedlab.formulations.gavel.data.gavel_data` makes of
+        :meth:`instance_from_state` (no co-located pairs), gathered from the adapter's own
+        per-job arrays: rows in the order of ``state.active``."""
+        rows = self._rows
+        now = state.now
+        return GavelData(
+            job_ids=self._ids,
+            types=self.types,
+            throughput=self._thr[rows],
+            allowed=self._runnable[rows],
+            scale_factor=self._gang[rows].astype(float),
+            weight=self._weight[rows],
+            gpus=self.gpus,
+            remaining_steps=np.array([js.total_steps - min(js.steps_done, js.total_steps)
+                                      for js in state.active]),
+            pairs=[],
+            pair_throughput=np.zeros((0, len(self.types), 2)),
+            pair_allowed=np.zeros((0, len(self.types)), dtype=bool),
+            time_in_system=np.maximum(now - self._arrival[rows], 0.0),
+            isolated_time=np.array([self._isolated_s.get(job_id, 0.0)
+                                    for job_id in self._ids]),
+        )
+
+    def _solve_per_job(self, state: ClusterState) -> None:
+        """The per-job persistent models (min makespan, finish-time fairness): X of every
+        active job, or the reference's fallback when a job can run nowhere."""
+        job_lp = self._job_lp
+        assert job_lp is not None
+        rows = self._rows
+        self._candidates = None
+        self._pairs = []
+        if isinstance(job_lp, FinishTimeSearch):  # only finish-time fairness reads it
+            self._advance_isolated_time(state)
+        stuck = np.flatnonzero(~self._runnable[rows].any(axis=1))
+        if len(stuck):
+            js = state.active[int(stuck[0])]
+            self._fall_back(state, f"job {js.id} cannot run anywhere: scale factor "
+                            f"{js.scale_factor} with throughput on {sorted(js.throughput)}")
+            return
+        data = self.policy_data(state)
+        keys = [(slot, self._thr_version[job_id])
+                for slot, job_id in zip(rows.tolist(), self._ids, strict=True)]
+        try:
+            if isinstance(job_lp, FinishTimeSearch):
+                value, x = job_lp.solve(keys, data, self._fairness_tolerance)
+            else:
+                value, x = job_lp.solve(keys, data)
+        except SolverError as exc:
+            self._fall_back(state, str(exc))
+            return
+        self.last_objective = value
+        self._target[rows] = x
 
     def _fall_back(self, state: ClusterState, reason: str) -> None:
         """A solve that found no allocation: count it, say so, and run the round on priority
