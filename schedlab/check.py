@@ -28,6 +28,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
+import numpy as np
+import numpy.typing as npt
+
 from schedlab.errors import UnknownNameError
 from schedlab.instance import Instance, Job, SaturnConfig
 from schedlab.registry import get_formulation
@@ -173,12 +176,79 @@ def check_rounds(instance: Instance, solution: Solution, *, tol: float = 1e-6) -
     """
     out: list[str] = []
     jobs = {job.id: job for job in instance.jobs}
-    for r, placements in enumerate(solution.rounds):
+    for r in _rounds_to_inspect(instance, solution.rounds):
+        placements = solution.rounds[r]
         out += _check_round_placements(instance, jobs, r, placements)
         out += _check_round_partners(instance, r, placements)
         out += _check_round_gpu_ids(instance, r, placements)
         out += _check_round_capacity(instance, r, placements)
     return out
+
+
+def _rounds_to_inspect(instance: Instance, rounds: Sequence[Sequence[Placement]]) -> list[int]:
+    """Rounds that may violate something, found with numpy over all placements at once.
+
+    A round is clean -- the four per-round checks find nothing -- when every placement names
+    a known job and type, has no partner, gpus = s_j, T[j,k] > 0, ``gpu_ids`` (when given)
+    len = gpus ids in 0..n_k-1; no job is placed twice; no (type, GPU id) is held twice (a
+    repeat inside one placement included); and sum of gangs <= n_k per type.  Every other
+    round (co-located pairs included) is returned, ascending, for the exact per-round checks,
+    so the violations and their order are those of checking every round one by one; a clean
+    10^4-job round costs a few array operations instead of a Python walk over its GPU ids.
+    """
+    num_rounds = len(rounds)
+    flat = [p for placements in rounds for p in placements]
+    if not flat:
+        return []
+    job_index = instance.job_index()
+    types = instance.types
+    acc_index = {acc: k for k, acc in enumerate(types)}
+    pools = instance.cluster.accelerators
+    capacity = np.array([pools[acc].count for acc in types], dtype=np.int64)
+    scale = np.array([job.scale_factor for job in instance.jobs] + [0], dtype=np.int64)
+    runs = np.array([[job.throughput.get(acc, 0.0) > 0.0 for acc in types]
+                     for job in instance.jobs] + [[False] * len(types)], dtype=bool)
+    lengths = np.array([len(placements) for placements in rounds], dtype=np.int64)
+    rnd = np.repeat(np.arange(num_rounds, dtype=np.int64), lengths)
+    job = np.array([job_index.get(p.job, -1) for p in flat], dtype=np.int64)
+    acc = np.array([acc_index.get(p.accelerator, -1) for p in flat], dtype=np.int64)
+    gpus = np.array([p.gpus for p in flat], dtype=np.int64)
+    id_lists = [p.gpu_ids for p in flat]
+    bad = (job < 0) | (acc < 0) | np.array([p.partner is not None for p in flat], dtype=bool)
+    bad |= gpus != scale[job]
+    bad |= ~runs[job, acc]
+    num_ids = np.array([-1 if ids is None else len(ids) for ids in id_lists], dtype=np.int64)
+    bad |= (num_ids >= 0) & (num_ids != gpus)
+    flagged = np.zeros(num_rounds, dtype=bool)
+    flagged[rnd[bad]] = True
+    # a job twice in one round
+    num_jobs = max(len(job_index), 1)
+    flagged[_repeated(rnd[job >= 0] * num_jobs + job[job >= 0]) // num_jobs] = True
+    # GPU ids: in range, and no (round, type, id) held twice
+    given = num_ids > 0
+    owner = np.repeat(np.flatnonzero(given), num_ids[given])
+    listed = itertools.chain.from_iterable(
+        id_lists[i] or [] for i in np.flatnonzero(given).tolist())
+    ids = np.fromiter(listed, dtype=np.int64, count=len(owner))
+    ids_acc = np.maximum(acc[owner], 0)
+    outside = (ids < 0) | (ids >= capacity[ids_acc])
+    flagged[rnd[owner[outside]]] = True
+    slots = max(int(capacity.max(initial=0)), 1)
+    inside = ~outside
+    held = (rnd[owner[inside]] * len(types) + ids_acc[inside]) * slots + ids[inside]
+    flagged[_repeated(held) // (len(types) * slots)] = True
+    # capacity per (round, type)
+    known = acc >= 0
+    used = np.bincount(rnd[known] * len(types) + acc[known], weights=gpus[known],
+                       minlength=num_rounds * len(types)).reshape(num_rounds, len(types))
+    flagged |= (used > capacity).any(axis=1)
+    return np.flatnonzero(flagged).tolist()
+
+
+def _repeated(keys: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The values that occur more than once in ``keys`` (int64), each once or more."""
+    ordered = np.sort(keys)
+    return ordered[1:][ordered[1:] == ordered[:-1]]
 
 
 def _check_round_placements(
