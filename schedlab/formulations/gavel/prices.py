@@ -59,6 +59,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -98,6 +99,9 @@ NEWTON_TOLERANCE = 1e-7
 FD_STEP = 1e-5
 #: ... at least this many classes over the class count (D moves in steps of ~1/C).
 FD_CLASSES = 30.0
+#: Relative margin within which Newton re-prices a class at every step (the others keep
+#: their segment and enter as an affine total).
+NEWTON_BAND = 0.02
 #: Classes in the random sample whose forward differences give Newton's Jacobian.
 JACOBIAN_SAMPLE = 20_000
 #: HiGHS feasibility tolerances of the LPs here (at most).
@@ -160,28 +164,33 @@ def total_use(classes: JobClasses, count: FloatArray, z: FloatArray) -> FloatArr
 
 
 def _candidates(num_patterns: int) -> tuple[IntArray, IntArray]:
-    """(low, high) pattern of every vertex of {z >= 0 : A . z >= t, sum z <= 1}: a pattern
-    alone mixed with idle time (low = -1, the origin) or two patterns filling the whole time
-    (A_low < t < A_high)."""
-    low = [-1] * num_patterns
+    """(low, high) positions, in a class's patterns sorted by A (position R: idle time), of
+    every vertex of {z >= 0 : A . z >= t, sum z <= 1}: a pattern alone mixed with idle time,
+    or a slower pattern with a faster one filling the whole time (A_low < t <= A_high)."""
+    low = [num_patterns] * num_patterns
     high = list(range(num_patterns))
     for r in range(num_patterns):
-        for q in range(num_patterns):
-            if r != q:
-                low.append(r)
-                high.append(q)
+        for q in range(r + 1, num_patterns):
+            low.append(r)
+            high.append(q)
     return np.asarray(low, dtype=np.int64), np.asarray(high, dtype=np.int64)
 
 
 @dataclass(frozen=True)
 class Vertices:
-    """The vertex candidates of every class (they depend on A only, not on the prices):
-    candidate v mixes pattern ``low[v]`` (-1: idle time) with ``high[v]``; ``a_low``,
-    ``a_high`` (C, V) are their normalized throughputs, ``valid`` where both are allowed and
-    a_low < a_high."""
+    """The vertex candidates of every class (they depend on A only, not on the prices).
 
-    low: IntArray
-    high: IntArray
+    Each class's patterns are sorted by A (``order``); candidate v mixes sorted position
+    ``low_pos[v]`` (R: idle time) with ``high_pos[v]``.  ``low``, ``high`` (C, V) are the
+    same as pattern indices (-1: idle), ``a_low``, ``a_high`` their normalized throughputs,
+    ``valid`` where both are allowed and a_low < a_high.
+    """
+
+    order: IntArray
+    low_pos: IntArray
+    high_pos: IntArray
+    low: npt.NDArray[np.int16]
+    high: npt.NDArray[np.int16]
     a_low: FloatArray
     a_high: FloatArray
     width: FloatArray
@@ -191,32 +200,45 @@ class Vertices:
 def vertices(classes: JobClasses) -> Vertices:
     """:class:`Vertices` of ``classes``."""
     fair = np.where(classes.ok, classes.fair, 0.0)
-    low, high = _candidates(fair.shape[1])
-    pad_fair = np.concatenate([fair, np.zeros((fair.shape[0], 1))], axis=1)
-    pad_ok = np.concatenate([classes.ok, np.ones((fair.shape[0], 1), dtype=bool)], axis=1)
-    a_low, a_high = pad_fair[:, low], pad_fair[:, high]
-    valid = pad_ok[:, low] & pad_ok[:, high] & (a_high > 0) & (a_high > a_low)
-    return Vertices(low=low, high=high, a_low=a_low, a_high=a_high,
+    num_classes, num_patterns = fair.shape
+    order = np.argsort(fair, axis=1, kind="stable")
+    low_pos, high_pos = _candidates(num_patterns)
+    idle = np.full((num_classes, 1), -1, dtype=np.int64)
+    pattern = np.concatenate([order, idle], axis=1)
+    pad_fair = np.concatenate([np.take_along_axis(fair, order, 1),
+                               np.zeros((num_classes, 1))], axis=1)
+    pad_ok = np.concatenate([np.take_along_axis(classes.ok, order, 1),
+                             np.ones((num_classes, 1), dtype=bool)], axis=1)
+    a_low, a_high = pad_fair[:, low_pos], pad_fair[:, high_pos]
+    valid = pad_ok[:, low_pos] & pad_ok[:, high_pos] & (a_high > 0) & (a_high > a_low)
+    return Vertices(order=order, low_pos=low_pos, high_pos=high_pos,
+                    low=pattern[:, low_pos].astype(np.int16),
+                    high=pattern[:, high_pos].astype(np.int16), a_low=a_low, a_high=a_high,
                     width=np.where(valid, a_high - a_low, 1.0), valid=valid)
 
 
 def cheapest(
     vert: Vertices, cost: FloatArray, level: float
 ) -> tuple[IntArray, BoolArray, FloatArray, FloatArray]:
-    """Per class, the cheapest vertex at ``level``: (candidate index, reach, c_low, c_high of
-    it).  The cheapest way to reach t, min c . z s.t. A . z >= t, sum z <= 1, z >= 0, is
-    attained at a vertex: a pattern r for t/A_r of the time (A_r >= t), or patterns r, q with
-    A_r < t <= A_q for the whole time; the first of equally cheap ones is kept."""
+    """Per class, the cheapest vertex at ``level``: (flat index c * V + v into the (C, V)
+    arrays of ``vert``, reach, c_low, c_high of it).  The cheapest way to reach t,
+    min c . z s.t. A . z >= t, sum z <= 1, z >= 0, is attained at a vertex: a pattern r for
+    t/A_r of the time (A_r >= t), or patterns r, q with A_r < t <= A_q for the whole time;
+    the first of equally cheap ones is kept."""
     num_classes = cost.shape[0]
-    pad_cost = np.concatenate([cost, np.zeros((num_classes, 1))], axis=1)
-    c_low, c_high = pad_cost[:, vert.low], pad_cost[:, vert.high]
-    usable = vert.valid & (vert.a_high >= level) & ((vert.low < 0) | (vert.a_low < level))
-    price = np.where(usable, c_low + (c_high - c_low) * ((level - vert.a_low) / vert.width),
-                     np.inf)
+    pad_cost = np.concatenate([np.take_along_axis(cost, vert.order, 1),
+                               np.zeros((num_classes, 1))], axis=1)
+    c_low, c_high = pad_cost[:, vert.low_pos], pad_cost[:, vert.high_pos]
+    usable = vert.valid & (vert.a_high >= level) & (vert.a_low < level)
+    price = c_high - c_low
+    price *= level - vert.a_low
+    price /= vert.width
+    price += c_low
+    price[~usable] = np.inf
     best = np.argmin(price, axis=1)
-    rows = np.arange(num_classes)
-    reach = np.isfinite(price[rows, best])
-    return best, reach, c_low[rows, best], c_high[rows, best]
+    flat = np.arange(num_classes) * price.shape[1] + best
+    reach = np.isfinite(price.ravel()[flat])
+    return flat, reach, c_low.ravel()[flat], c_high.ravel()[flat]
 
 
 def segments_at(
@@ -225,12 +247,11 @@ def segments_at(
     """The cheapest segment of every class at ``level`` for pattern costs ``cost``: the two
     ends of the cheapest vertex (:func:`cheapest`), i.e. the lower-hull segment around t."""
     vert = vert or vertices(classes)
-    best, reach, _, _ = cheapest(vert, cost, level)
-    rows = np.arange(len(best))
-    return Segments(left=np.where(reach, vert.low[best], -1).astype(np.int64),
-                    right=np.where(reach, vert.high[best], -1).astype(np.int64),
-                    a_left=np.where(reach, vert.a_low[rows, best], 0.0),
-                    a_right=np.where(reach, vert.a_high[rows, best], 0.0), reach=reach)
+    flat, reach, _, _ = cheapest(vert, cost, level)
+    return Segments(left=np.where(reach, vert.low.ravel()[flat], -1).astype(np.int64),
+                    right=np.where(reach, vert.high.ravel()[flat], -1).astype(np.int64),
+                    a_left=np.where(reach, vert.a_low.ravel()[flat], 0.0),
+                    a_right=np.where(reach, vert.a_high.ravel()[flat], 0.0), reach=reach)
 
 
 def _pick(values: FloatArray, pattern: IntArray) -> FloatArray:
@@ -339,9 +360,12 @@ def restricted_lp(
     matrix.eliminate_zeros()
     model = matrix_model(options)
     model.set_sense("maximize")
+    # objective (sum_c m_c) t: the duals come out multiplied by the job count, so those of
+    # single jobs (lambda ~ 1 / J) are O(1) and HiGHS's absolute tolerances stay relative
+    jobs = float(count.sum())
     model.add_columns(np.concatenate([[t_low], np.zeros(nz)]),
                       np.concatenate([[t_high], np.ones(nz)]),
-                      np.concatenate([[1.0], np.zeros(nz)]))
+                      np.concatenate([[jobs], np.zeros(nz)]))
     lower = np.concatenate([np.zeros(nw), np.full(nw + num_types, -np.inf)])
     upper = np.concatenate([np.full(nw, np.inf), np.ones(nw), gpus - base])
     model.add_rows(lower, upper, starts=matrix.indptr, columns=matrix.indices,
@@ -352,7 +376,7 @@ def restricted_lp(
         return _Restricted(False, 0.0, np.zeros((nw, classes.fair.shape[1])), empty, empty,
                            np.zeros(num_types), False, f"restricted LP: {result.message}")
     x = model.values()
-    duals = model.row_duals()
+    duals = model.row_duals() / jobs
     z_free = np.zeros((nw, classes.fair.shape[1]))
     z_free[wc, wr] = np.clip(x[1:], 0.0, None)
     level = float(x[0])
@@ -423,34 +447,79 @@ def market(
     """
     vert = vert or vertices(classes)
     num_classes, num_patterns = classes.fair.shape
-    best, reach, c_low, c_high = cheapest(vert, pattern_costs(classes, prices), level)
-    flat = np.arange(num_classes) * vert.a_low.shape[1] + best
+    flat, reach, c_low, c_high = cheapest(vert, pattern_costs(classes, prices), level)
     width = vert.width.ravel()[flat]
     theta = np.where(reach, (level - vert.a_low.ravel()[flat]) / width, 0.0)
     lam = np.where(reach, (c_high - c_low) / width, 0.0)
     # weight of each (class, pattern) in the GPU use; index R (the padding) is idle time
     slots = np.arange(num_classes) * (num_patterns + 1)
     size = num_classes * (num_patterns + 1)
-    weight = np.bincount(slots + vert.low[best] % (num_patterns + 1),
+    weight = np.bincount(slots + vert.low.ravel()[flat] % (num_patterns + 1),
                          weights=count * (1.0 - theta), minlength=size)
-    weight += np.bincount(slots + vert.high[best], weights=count * theta, minlength=size)
+    weight += np.bincount(slots + vert.high.ravel()[flat], weights=count * theta,
+                          minlength=size)
     shares = np.asarray(weight, dtype=float).reshape(num_classes, num_patterns + 1)
     use = total_use(classes, np.ones(num_classes), shares[:, :num_patterns])
     return np.asarray(use), float(count @ lam)
 
 
+@dataclass(frozen=True)
+class _Split:
+    """The classes split at a point (t, pi): ``band`` (within :data:`NEWTON_BAND` of changing
+    segment) and the rest, kept on their segments, whose total GPU use U0 + t U1 is affine
+    in t and whose sum_c m_c lambda_c = pi . U1 is linear in pi."""
+
+    level: float
+    prices: FloatArray
+    band: IntArray
+    classes: JobClasses  # the band's classes
+    base: FloatArray  # U0 (K,)
+    slope: FloatArray  # U1 (K,)
+
+
+def fixed_use(
+    classes: JobClasses, count: FloatArray, seg: Segments, rows: IntArray
+) -> tuple[FloatArray, FloatArray]:
+    """(U0, U1) of the classes ``rows`` on their segments: their GPU use at level t is
+    U0 + t U1 (U0 = sum m (U_L A_R - U_R A_L)/(A_R - A_L), U1 = sum m (U_R - U_L)/(A_R - A_L));
+    and sum m lambda = pi . U1 at any prices."""
+    width = (seg.a_right - seg.a_left)[rows]
+    u_left = np.where((seg.left[rows] >= 0)[:, None],
+                      classes.usage[rows, np.maximum(seg.left[rows], 0)], 0.0)
+    u_right = classes.usage[rows, seg.right[rows]]
+    m = (count[rows] / width)[:, None]
+    base = (m * (u_left * seg.a_right[rows, None] - u_right * seg.a_left[rows, None])).sum(0)
+    return np.asarray(base), np.asarray((m * (u_right - u_left)).sum(axis=0))
+
+
+def _split(classes: JobClasses, count: FloatArray, vert: Vertices, level: float,
+           prices: FloatArray) -> _Split:
+    cost = pattern_costs(classes, prices)
+    seg = segments_at(classes, cost, level, vert)
+    lam, mu = segment_duals(seg, cost)
+    risk = np.minimum(position_margin(seg, level), relative_slack(classes, seg, cost, lam, mu))
+    band = np.flatnonzero(risk < NEWTON_BAND)
+    base, slope = fixed_use(classes, count, seg, np.flatnonzero(risk >= NEWTON_BAND))
+    return _Split(level, prices.copy(), band.astype(np.int64), _subset(classes, band), base,
+                  slope)
+
+
 def newton_prices(
     classes: JobClasses, count: FloatArray, gpus: FloatArray, start: _Point,
-    iterations: int = NEWTON_ITERATIONS,
+    iterations: int = NEWTON_ITERATIONS, vert: Vertices | None = None,
 ) -> _Point:
     """Approximate (t, pi) with D(t, pi) = n on the priced types and Lambda = 1.
 
     D and Lambda are step functions (one tiny step per class whose segment changes), so this
-    only gets close; the fixed-segment LP makes it exact.  Chord-Newton: the Jacobian is a
+    only gets close; the fixed-segment LP makes it exact.  Quasi-Newton: the Jacobian is a
     forward difference on a random sample of at most :data:`JACOBIAN_SAMPLE` classes
-    (multiplicities scaled), computed once at the sample's own solution (found by Newton on
-    the sample), then reused for damped steps on the full residual until it is below
-    :data:`NEWTON_TOLERANCE` or stops falling.  Types with pi_k = 0 at the start keep it.
+    (multiplicities scaled), computed at the sample's own solution (found by Newton on the
+    sample), then updated by Broyden's rule along damped steps on the full residual until it
+    is below :data:`NEWTON_TOLERANCE` or stops falling.  The full residual is evaluated
+    exactly but cheaply: only the classes within :data:`NEWTON_BAND` of changing segment at
+    the last split point are re-priced, the others add U0 + t U1 and pi . U1
+    (:func:`fixed_use`); the split is redone when a step moves t or a price by more than
+    half the band.  Types with pi_k = 0 at the start keep it.
     """
     num_classes = classes.num_classes
     top = float(np.where(classes.ok, classes.fair, 0.0).max(axis=1).min(initial=np.inf))
@@ -464,37 +533,56 @@ def newton_prices(
         small_count = count[keep] * (count.sum() / count[keep].sum())
     else:
         small, small_count = classes, count
-    cached = {id(classes): vertices(classes), id(small): vertices(small)}
+    small_vert = vertices(small)
+    full_vert = vert or (vertices(classes) if small is not classes else small_vert)
+    ceiling = top * (1 - 1e-9)
 
-    def residual(on: JobClasses, weight: FloatArray, x: FloatArray) -> FloatArray:
+    def unpack(x: FloatArray) -> tuple[float, FloatArray]:
         prices = start.prices.copy()
         prices[active] = x[1:]
-        use, lam = market(on, weight, min(float(x[0]), top * (1 - 1e-9)), prices,
-                          cached[id(on)])
+        return min(float(x[0]), ceiling), prices
+
+    def pack(use: FloatArray, lam: float) -> FloatArray:
         return np.concatenate([use[active] / gpus[active] - 1.0, [lam - 1.0]])
 
-    def jacobian(on: JobClasses, weight: FloatArray, x: FloatArray,
-                 base: FloatArray) -> FloatArray:
-        fd = max(FD_STEP, FD_CLASSES / on.num_classes)
+    def sampled(x: FloatArray) -> FloatArray:
+        level, prices = unpack(x)
+        return pack(*market(small, small_count, level, prices, small_vert))
+
+    split: list[_Split] = []
+
+    def full(x: FloatArray) -> FloatArray:
+        level, prices = unpack(x)
+        last = split[-1] if split else None
+        if last is None or abs(level - last.level) > NEWTON_BAND / 2 * last.level or np.any(
+                np.abs(prices - last.prices) > NEWTON_BAND / 4 * last.prices):
+            last = _split(classes, count, full_vert, level, prices)
+            split.append(last)
+            log.debug("newton split at level %.10g: %d of %d classes re-priced", level,
+                      len(last.band), num_classes)
+        use, lam = market(last.classes, count[last.band], level, prices)
+        return pack(use + last.base + level * last.slope, lam + float(prices @ last.slope))
+
+    def jacobian(x: FloatArray, base: FloatArray) -> FloatArray:
+        fd = max(FD_STEP, FD_CLASSES / small.num_classes)
         jac = np.zeros((len(x), len(x)))
         for i in range(len(x)):
             shifted = x.copy()
             shifted[i] += fd * abs(x[i])
-            jac[:, i] = (residual(on, weight, shifted) - base) / (fd * abs(x[i]))
+            jac[:, i] = (sampled(shifted) - base) / (fd * abs(x[i]))
         return jac
 
-    def steps(on: JobClasses, weight: FloatArray, x: FloatArray, tolerance: float,
-              fresh_jacobian: bool) -> FloatArray:
-        res = residual(on, weight, x)
-        jac: FloatArray | None = None
+    def steps(residual: Any, x: FloatArray, tolerance: float, fresh: bool,
+              jac: FloatArray | None = None) -> tuple[FloatArray, FloatArray | None]:
+        res = residual(x)
         for step in range(iterations):
-            log.debug("newton on %d classes, %d: level %.10g, residual %.3g", on.num_classes,
-                      step, x[0], np.abs(res).max())
+            log.debug("newton %s %d: level %.10g, residual %.3g",
+                      "sample" if residual is sampled else "full", step, x[0],
+                      np.abs(res).max())
             if np.abs(res).max() <= tolerance:
                 break
-            if jac is None or fresh_jacobian:
-                jac = jacobian(small, small_count, x, residual(small, small_count, x)
-                               if on is not small else res)
+            if jac is None or fresh:
+                jac = jacobian(x, res if residual is sampled else sampled(x))
             try:
                 delta = np.linalg.solve(jac, -res)
             except np.linalg.LinAlgError:
@@ -502,25 +590,30 @@ def newton_prices(
             scale = 1.0
             for _ in range(6):
                 trial = x + scale * delta
-                trial[0] = min(max(trial[0], 0.5 * x[0]), top * (1 - 1e-9))
+                trial[0] = min(max(trial[0], 0.5 * x[0]), ceiling)
                 trial[1:] = np.maximum(trial[1:], 0.1 * x[1:])
-                new = residual(on, weight, trial)
+                new = residual(trial)
                 if np.abs(new).max() < np.abs(res).max():
+                    if not fresh:  # Broyden's update, in relative units of x
+                        move = (trial - x) / np.abs(x)
+                        scaled = jac * np.abs(x)[None, :]
+                        scaled += np.outer(new - res - scaled @ move, move) / (move @ move)
+                        jac = scaled / np.abs(trial)[None, :]
                     x, res = trial, new
                     break
                 scale /= 2
             else:
                 break
-        return x
+        return x, jac
 
-    x = np.concatenate([[min(start.level, top * (1 - 1e-9))], start.prices[active]])
+    x = np.concatenate([[min(start.level, ceiling)], start.prices[active]])
+    jac: FloatArray | None = None
     if small is not classes:  # the sample's own solution first (cheap evaluations)
-        x = steps(small, small_count, x, FD_CLASSES / small.num_classes, True)
-    x = steps(classes, count, x, max(NEWTON_TOLERANCE, FD_CLASSES / num_classes / 10),
-              small is classes)
-    prices = start.prices.copy()
-    prices[active] = x[1:]
-    return _Point(float(x[0]), prices)
+        x, jac = steps(sampled, x, FD_CLASSES / small.num_classes, True)
+    x, _ = steps(full, x, max(NEWTON_TOLERANCE, FD_CLASSES / num_classes / 10),
+                 small is classes, jac)
+    level, prices = unpack(x)
+    return _Point(level, prices)
 
 
 # ---------------------------------------------------------------------------- the driver
@@ -528,7 +621,7 @@ def newton_prices(
 
 def _solve_fixed(
     classes: JobClasses, count: FloatArray, gpus: FloatArray, start: _Point | None,
-    margin: float, options: SolverOptions,
+    margin: float, options: SolverOptions, vert: Vertices | None = None,
 ) -> tuple[_Restricted, BoolArray, Segments, int]:
     """Exact solve by fixed segments from ``start`` (None: everything free, the plain class
     LP).  Returns the last restricted solve, the free mask, the segments and the LP count."""
@@ -538,7 +631,7 @@ def _solve_fixed(
         seg = segments_at(classes, np.zeros(classes.fair.shape), 0.0)
     else:
         cost = pattern_costs(classes, start.prices)
-        seg = segments_at(classes, cost, start.level)
+        seg = segments_at(classes, cost, start.level, vert or vertices(classes))
         lam, mu = segment_duals(seg, cost)
         risk = np.minimum(position_margin(seg, start.level),
                           relative_slack(classes, seg, cost, lam, mu))
@@ -614,6 +707,7 @@ def solve_by_prices(
     num_classes = classes.num_classes
     count = classes.count
     start: _Point | None = None
+    vert: Vertices | None = None
     newton_s = 0.0
     if num_classes > direct_max:
         keep = np.sort(np.random.default_rng(SAMPLE_SEED).permutation(num_classes)[:sample])
@@ -622,9 +716,11 @@ def solve_by_prices(
                                       None, 0.0, opts)
         if first.ok:
             began = time.perf_counter()
-            start = newton_prices(classes, count, gpus, _Point(first.level, first.prices))
+            vert = vertices(classes)
+            start = newton_prices(classes, count, gpus, _Point(first.level, first.prices),
+                                  vert=vert)
             newton_s = time.perf_counter() - began
-    result, free, seg, rounds = _solve_fixed(classes, count, gpus, start, margin, opts)
+    result, free, seg, rounds = _solve_fixed(classes, count, gpus, start, margin, opts, vert)
     if not result.ok:
         return PriceOutcome(Status.ERROR, np.zeros(classes.fair.shape), 0.0, np.inf,
                             np.zeros(len(gpus)), rounds, int(free.sum()), result.message)
