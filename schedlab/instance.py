@@ -30,6 +30,7 @@ from pydantic import (
 )
 
 from schedlab.atomic import write_bytes_atomic
+from schedlab.colocation import Colocation, ColocationError, colocation_of
 from schedlab.defaults import ROUND_S, UNFAIR_THRESHOLD
 from schedlab.errors import InputError
 
@@ -39,6 +40,8 @@ INSTANCE_SCHEMA = "schedlab/instance@1"
 MAX_FILE_BYTES = 512 * 1024 * 1024
 MAX_GPUS_PER_TYPE = 1_000_000
 MAX_JOBS = 2_000_000
+#: Co-location entries from which validation checks them on arrays (fewer: per entry).
+_COLOCATION_ARRAY_MIN_ENTRIES = 2048
 
 NonNegFloat = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
 PosFloat = Annotated[float, Field(gt=0.0, allow_inf_nan=False)]
@@ -271,6 +274,7 @@ class Instance(_Strict):
         default=None, description="Titan pair entries (measured joint durations)"
     )
     _content_hash: str | None = PrivateAttr(default=None)
+    _colocation: tuple[tuple[Any, ...], Colocation] | None = PrivateAttr(default=None)
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -307,25 +311,28 @@ class Instance(_Strict):
             _check_epochs(i, job)
             _check_gpu_keys(f"jobs[{i}].duration_s", job.duration_s)
         _check_merges(self.merges, seen)
-        for i, job in enumerate(self.jobs):
-            for other, by_acc in (job.colocated_throughput or {}).items():
-                where = f"jobs[{i}].colocated_throughput.{other}"
-                if other not in seen:
-                    raise _FieldError(where, f"unknown job id {other!r}")
-                if other == job.id:
-                    raise _FieldError(where, "a job cannot be co-located with itself")
-                for acc in by_acc:
-                    if acc not in types:
-                        raise _FieldError(f"{where}.{acc}", f"unknown accelerator {acc!r}")
-                partner = self.jobs[seen[other]]
-                back = (partner.colocated_throughput or {}).get(job.id)
-                if back is None or set(back) != set(by_acc):
-                    raise _FieldError(
-                        where,
-                        f"co-location must be listed on both jobs for the same accelerators "
-                        f"(job {other!r} lacks the entry for {job.id!r})",
-                    )
+        self._check_colocation(seen, types)
         return self
+
+    def _check_colocation(self, seen: dict[str, int], types: set[str]) -> None:
+        """Co-location entries name known jobs other than their own and known types, and
+        every pair is listed on both jobs for the same types.  Many entries are checked on
+        the arrays of :func:`~schedlab.colocation.colocation_of` (kept for
+        :meth:`colocation`); few, or any problem, by the per-entry walk that names the
+        first offending field."""
+        entries = sum(len(job.colocated_throughput or ()) for job in self.jobs)
+        if entries == 0:
+            return
+        if entries < _COLOCATION_ARRAY_MIN_ENTRIES:
+            _check_colocation_entries(self.jobs, seen, types)
+            return
+        try:
+            if self.colocation().symmetric():
+                return
+        except ColocationError:
+            pass
+        _check_colocation_entries(self.jobs, seen, types)  # names the first problem
+        raise _FieldError("jobs", "co-location entries are inconsistent")  # pragma: no cover
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -338,15 +345,54 @@ class Instance(_Strict):
         return {job.id: i for i, job in enumerate(self.jobs)}
 
     def content_hash(self) -> str:
-        """sha256 of the canonical JSON of this instance (key order and whitespace free).
+        """sha256 of the canonical form of this instance (free of key order and whitespace).
+
+        Without co-location entries the canonical form is the JSON of :meth:`to_dict` with
+        sorted keys and no whitespace.  With them, each job's ``colocated_throughput`` is
+        replaced in that JSON by the marker ``"columnar"`` and the digest goes on with the
+        canonical bytes of :meth:`colocation` (:meth:`Colocation.update_digest
+        <schedlab.colocation.Colocation.update_digest>`): hashing 4 million entries as JSON
+        took longer than solving the LP.  Any change of a value, a listed type or a partner
+        changes the hash.
 
         Computed once and cached: treat an Instance as a value (``model_copy(update=...)``
         to change one) once its hash has been taken.
         """
         if self._content_hash is None:
-            payload = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
-            self._content_hash = "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
+            columnar = any(job.colocated_throughput is not None for job in self.jobs)
+            document = self.model_dump(
+                mode="json", by_alias=True, exclude_none=True,
+                exclude={"jobs": {"__all__": {"colocated_throughput"}}} if columnar else None,
+            )
+            if columnar:
+                for job, entry in zip(self.jobs, document["jobs"], strict=True):
+                    if job.colocated_throughput is not None:
+                        entry["colocated_throughput"] = "columnar"
+            payload = json.dumps(document, sort_keys=True, separators=(",", ":"))
+            digest = hashlib.sha256(payload.encode())
+            if columnar:
+                self.colocation().update_digest(digest)
+            self._content_hash = "sha256:" + digest.hexdigest()
         return self._content_hash
+
+    def colocation(self) -> Colocation:
+        """The co-location entries of every job as arrays (:mod:`schedlab.colocation`), over
+        this instance's types.
+
+        Built once and cached; the cache is rebuilt when a job, its ``colocated_throughput``
+        dict or that dict's length changes (a value changed inside a dict is not noticed:
+        treat an Instance as a value, as for :meth:`content_hash`).  Raises
+        :class:`~schedlab.colocation.ColocationError` on entries naming unknown jobs or types
+        (which validation rejects).
+        """
+        key = _colocation_key(self)
+        cached = self._colocation
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        arrays = colocation_of([job.id for job in self.jobs],
+                               [job.colocated_throughput for job in self.jobs], self.types)
+        self._colocation = (key, arrays)
+        return arrays
 
     def model_copy(
         self, *, update: Mapping[str, Any] | None = None, deep: bool = False
@@ -354,6 +400,7 @@ class Instance(_Strict):
         """A copy (see pydantic); the copy computes its own content hash."""
         copy = super().model_copy(update=update, deep=deep)
         copy._content_hash = None
+        copy._colocation = None
         return copy
 
     def to_dict(self) -> dict[str, Any]:
@@ -372,6 +419,36 @@ class Instance(_Strict):
                     f"formulation {formulation} needs '{field}' on every job",
                     file=self.name,
                     field=f"jobs[{i}].{field}",
+                )
+
+
+def _colocation_key(instance: Instance) -> tuple[Any, ...]:
+    """What :meth:`Instance.colocation`'s cache is valid for: the types, and each job with
+    its co-location dict and that dict's length (compared by identity first, so cheap)."""
+    jobs = instance.jobs
+    dicts = tuple(job.colocated_throughput for job in jobs)
+    return (tuple(instance.types), tuple(jobs), dicts, tuple(len(d or ()) for d in dicts))
+
+
+def _check_colocation_entries(jobs: list[Job], seen: dict[str, int], types: set[str]) -> None:
+    """The per-entry co-location check; raises a :class:`_FieldError` at the first problem."""
+    for i, job in enumerate(jobs):
+        for other, by_acc in (job.colocated_throughput or {}).items():
+            where = f"jobs[{i}].colocated_throughput.{other}"
+            if other not in seen:
+                raise _FieldError(where, f"unknown job id {other!r}")
+            if other == job.id:
+                raise _FieldError(where, "a job cannot be co-located with itself")
+            for acc in by_acc:
+                if acc not in types:
+                    raise _FieldError(f"{where}.{acc}", f"unknown accelerator {acc!r}")
+            partner = jobs[seen[other]]
+            back = (partner.colocated_throughput or {}).get(job.id)
+            if back is None or set(back) != set(by_acc):
+                raise _FieldError(
+                    where,
+                    f"co-location must be listed on both jobs for the same accelerators "
+                    f"(job {other!r} lacks the entry for {job.id!r})",
                 )
 
 

@@ -11,7 +11,9 @@ elsewhere X[j,k] is fixed to 0 (``allowed``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -23,6 +25,61 @@ from schedlab.solution import PairShare
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+
+
+class PairList(Sequence[tuple[int, int]]):
+    """Co-located pairs (a, b) of job positions held as one (P, 2) int64 array.
+
+    Behaves as the list of tuples it stands for (``len``, indexing, iteration, ``==`` with
+    a list), and ``np.asarray`` of it is the array itself: code that reads the pairs as an
+    array (:func:`pair_index`) pays nothing for the P Python tuples it never creates.
+    """
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: npt.ArrayLike) -> None:
+        self.array: IntArray = np.asarray(array, dtype=np.int64).reshape(-1, 2)
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[int, int]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> PairList: ...
+
+    def __getitem__(self, index: int | slice) -> tuple[int, int] | PairList:
+        if isinstance(index, slice):
+            return PairList(self.array[index])
+        a, b = self.array[index].tolist()
+        return (a, b)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return zip(self.array[:, 0].tolist(), self.array[:, 1].tolist(), strict=True)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> IntArray:
+        if dtype is None or np.dtype(dtype) == self.array.dtype:
+            return self.array.copy() if copy else self.array
+        return self.array.astype(dtype)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PairList):
+            return bool(np.array_equal(self.array, other.array))
+        if isinstance(other, Sequence):
+            return list(self) == [tuple(pair) for pair in other]
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"PairList({len(self)} pairs)"
+
+
+def pair_index(data: GavelData) -> IntArray:
+    """``data.pairs`` as a (P, 2) int64 array of job positions (no copy for a PairList)."""
+    return np.asarray(data.pairs, dtype=np.int64).reshape(-1, 2)
 
 
 @dataclass(frozen=True)
@@ -37,7 +94,7 @@ class GavelData:
     weight: FloatArray  # (J,)
     gpus: FloatArray  # (K,) n_k
     remaining_steps: FloatArray  # (J,)
-    pairs: list[tuple[int, int]]  # (a, b) job positions, a < b
+    pairs: Sequence[tuple[int, int]]  # (a, b) job positions, a < b (a PairList or a list)
     pair_throughput: FloatArray  # (P, K, 2) steps/s of (a, b) together on k
     pair_allowed: BoolArray  # (P, K)
     prices: FloatArray | None = None  # (K,) $ per GPU-hour, when every type has one
@@ -60,9 +117,7 @@ class GavelData:
     @property
     def pair_scale_factor(self) -> FloatArray:
         """GPUs a pair occupies: max(s_a, s_b)."""
-        if not self.pairs:
-            return np.zeros(0)
-        idx = np.array(self.pairs)
+        idx = pair_index(self)
         return np.maximum(self.scale_factor[idx[:, 0]], self.scale_factor[idx[:, 1]])
 
     def equal_share_throughput(self) -> FloatArray:
@@ -89,45 +144,32 @@ def isolated_throughput(data: GavelData) -> FloatArray:
 
 
 def gavel_data(instance: Instance, *, space_sharing: bool = False) -> GavelData:
-    """Arrays of ``instance``; co-located pairs only when ``space_sharing``."""
+    """Arrays of ``instance``; co-located pairs only when ``space_sharing``.
+
+    The pairs come from the instance's columnar co-location entries
+    (:meth:`~schedlab.instance.Instance.colocation`), in the order: first job position a, then
+    the partner's id (as strings sort).  Tc[p,k] of a type that only one of the two jobs lists
+    is read as 0 on the other side (validation forbids such a listing).
+    """
     types = instance.types
     jobs = instance.jobs
-    index = {job.id: j for j, job in enumerate(jobs)}
     gpus = np.array([instance.cluster.accelerators[k].count for k in types], dtype=float)
     scale = np.array([job.scale_factor for job in jobs], dtype=float)
     thr = np.zeros((len(jobs), len(types)))
-    has = np.zeros((len(jobs), len(types)), dtype=bool)
-    for j, job in enumerate(jobs):
-        for k, acc in enumerate(types):
-            value = job.throughput.get(acc)
-            if value is not None:
-                thr[j, k] = value
-                has[j, k] = True
+    for k, acc in enumerate(types):
+        # None (no throughput listed) becomes NaN
+        thr[:, k] = np.array([job.throughput.get(acc) for job in jobs], dtype=float)
+    has = ~np.isnan(thr)
+    thr = np.where(has, thr, 0.0)
     allowed = has & (scale[:, None] <= gpus[None, :]) & (thr > 0)
     thr = np.where(allowed, thr, 0.0)
-    pairs: list[tuple[int, int]] = []
+    pairs = PairList(np.zeros((0, 2), dtype=np.int64))
     pair_throughput = np.zeros((0, len(types), 2))
     pair_allowed = np.zeros((0, len(types)), dtype=bool)
-    if space_sharing:
-        kpos = {acc: k for k, acc in enumerate(types)}
-        entries: list[tuple[int, int, float, float]] = []  # (pair, type, T_a, T_b)
-        for a, job in enumerate(jobs):
-            for other, by_acc in sorted((job.colocated_throughput or {}).items()):
-                b = index[other]
-                if b <= a:
-                    continue
-                back = (jobs[b].colocated_throughput or {})[job.id]
-                p = len(pairs)
-                pairs.append((a, b))
-                entries.extend((p, kpos[acc], value, back[acc]) for acc, value in by_acc.items())
-        pair_throughput = np.zeros((len(pairs), len(types), 2))
-        if entries:
-            cols = np.array(entries)
-            rows_p, rows_k = cols[:, 0].astype(np.int64), cols[:, 1].astype(np.int64)
-            pair_throughput[rows_p, rows_k, 0] = cols[:, 2]
-            pair_throughput[rows_p, rows_k, 1] = cols[:, 3]
-        idx = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-        need = np.maximum(scale[idx[:, 0]], scale[idx[:, 1]]) if pairs else np.zeros(0)
+    if space_sharing and any(job.colocated_throughput for job in jobs):
+        pairs, pair_throughput = _pair_arrays(instance)
+        idx = pairs.array
+        need = np.maximum(scale[idx[:, 0]], scale[idx[:, 1]])
         fits = need[:, None] <= gpus[None, :]
         pair_throughput = np.where(fits[:, :, None], pair_throughput, 0.0)
         pair_allowed = fits & (pair_throughput.sum(axis=2) > 0)
@@ -150,6 +192,26 @@ def gavel_data(instance: Instance, *, space_sharing: bool = False) -> GavelData:
     )
 
 
+def _pair_arrays(instance: Instance) -> tuple[PairList, FloatArray]:
+    """(pairs, Tc of shape (P, K, 2)) of the pairs that job a (the smaller position) lists,
+    ordered by a, then by the partner's id."""
+    coloc = instance.colocation()
+    keep = coloc.present[:, 0]
+    everything = bool(keep.all())
+    first = coloc.first if everything else coloc.first[keep]
+    second = coloc.second if everything else coloc.second[keep]
+    throughput = coloc.throughput if everything else coloc.throughput[keep]
+    ids = [job.id for job in instance.jobs]
+    by_id = sorted(range(len(ids)), key=ids.__getitem__)
+    if by_id == list(range(len(ids))):  # ids sort as positions: (a, b) order is id order
+        return PairList(np.stack([first, second], axis=1)), throughput
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[by_id] = np.arange(len(ids))
+    order = np.lexsort((rank[second], first))
+    idx = np.stack([first[order], second[order]], axis=1)
+    return PairList(idx), throughput[order]
+
+
 # ---------------------------------------------------------------- allocations as arrays
 
 
@@ -158,7 +220,8 @@ def allocation_arrays(
     allocation: dict[str, dict[str, float]],
     colocated: list[PairShare] | None = None,
 ) -> tuple[FloatArray, FloatArray]:
-    """(X of shape (J,K), Y of shape (P,K)) from a Solution's allocation dicts."""
+    """(X of shape (J,K), Y of shape (P,K)) from a Solution's allocation dicts (a pair share
+    naming a pair ``data`` does not list, an unknown job or type is left out)."""
     jpos = {job: j for j, job in enumerate(data.job_ids)}
     kpos = {acc: k for k, acc in enumerate(data.types)}
     x = np.zeros((data.num_jobs, len(data.types)))
@@ -166,14 +229,30 @@ def allocation_arrays(
         for acc, value in shares.items():
             x[jpos[job], kpos[acc]] = value
     y = np.zeros((len(data.pairs), len(data.types)))
-    if colocated:
-        ppos = {(data.job_ids[a], data.job_ids[b]): p for p, (a, b) in enumerate(data.pairs)}
-        for share in colocated:
-            a_id, b_id = share.jobs
-            p = ppos.get((a_id, b_id), ppos.get((b_id, a_id)))
-            if p is not None:
-                y[p, kpos[share.accelerator]] += share.fraction
+    known = [share for share in colocated or []
+             if share.jobs[0] in jpos and share.jobs[1] in jpos and share.accelerator in kpos]
+    if known and len(data.pairs):
+        a = np.array([jpos[share.jobs[0]] for share in known], dtype=np.int64)
+        b = np.array([jpos[share.jobs[1]] for share in known], dtype=np.int64)
+        k = np.array([kpos[share.accelerator] for share in known], dtype=np.int64)
+        fraction = np.array([share.fraction for share in known], dtype=float)
+        p = find_pairs(data, a, b)
+        found = p >= 0
+        np.add.at(y, (p[found], k[found]), fraction[found])
     return x, y
+
+
+def find_pairs(data: GavelData, a: IntArray, b: IntArray) -> IntArray:
+    """Index in ``data.pairs`` of each pair {a[i], b[i]} (either order), -1 where unlisted."""
+    idx = pair_index(data)
+    size = max(data.num_jobs, 1)
+    keys = np.minimum(idx[:, 0], idx[:, 1]) * size + np.maximum(idx[:, 0], idx[:, 1])
+    order = np.argsort(keys, kind="stable")
+    wanted = np.minimum(a, b) * size + np.maximum(a, b)
+    if not len(keys):
+        return np.full(len(wanted), -1, dtype=np.int64)
+    pos = np.minimum(np.searchsorted(keys[order], wanted), len(keys) - 1)
+    return np.where(keys[order][pos] == wanted, order[pos], -1).astype(np.int64)
 
 
 def allocation_dicts(
@@ -188,18 +267,18 @@ def allocation_dicts(
             acc: float(x[j, k]) for k, acc in enumerate(data.types) if x[j, k] > eps
         }
     pairs: list[PairShare] = []
-    if y is not None:
+    if y is not None and len(y):
         y = np.clip(y, 0.0, 1.0)
-        for p, (a, b) in enumerate(data.pairs):
-            for k, acc in enumerate(data.types):
-                if y[p, k] > eps:
-                    pairs.append(
-                        PairShare(
-                            jobs=(data.job_ids[a], data.job_ids[b]),
-                            accelerator=acc,
-                            fraction=float(y[p, k]),
-                        )
-                    )
+        idx = pair_index(data)
+        for p, k in zip(*np.nonzero(y > eps), strict=True):  # in (pair, type) order
+            a, b = idx[p]
+            pairs.append(
+                PairShare(
+                    jobs=(data.job_ids[a], data.job_ids[b]),
+                    accelerator=data.types[k],
+                    fraction=float(y[p, k]),
+                )
+            )
     return allocation, pairs
 
 
@@ -209,10 +288,11 @@ def allocation_dicts(
 def effective_throughput(data: GavelData, x: FloatArray, y: FloatArray | None = None) -> FloatArray:
     """thr_j = sum_k T[j,k] X[j,k] + sum_{p containing j} sum_k Tc[p,k,j] Y[p,k]  (steps/s)."""
     thr = (data.throughput * x).sum(axis=1)
-    if y is not None and data.pairs:
-        for p, (a, b) in enumerate(data.pairs):
-            thr[a] += float((data.pair_throughput[p, :, 0] * y[p]).sum())
-            thr[b] += float((data.pair_throughput[p, :, 1] * y[p]).sum())
+    if y is not None and len(data.pairs):
+        idx = pair_index(data)
+        for side in (0, 1):
+            gain = (data.pair_throughput[:, :, side] * y).sum(axis=1)
+            thr += np.bincount(idx[:, side], weights=gain, minlength=data.num_jobs)
     return thr
 
 
