@@ -610,8 +610,7 @@ def newton_prices(
     jac: FloatArray | None = None
     if small is not classes:  # the sample's own solution first (cheap evaluations)
         x, jac = steps(sampled, x, FD_CLASSES / small.num_classes, True)
-    x, _ = steps(full, x, max(NEWTON_TOLERANCE, FD_CLASSES / num_classes / 10),
-                 small is classes, jac)
+    x, _ = steps(full, x, max(NEWTON_TOLERANCE, FD_CLASSES / num_classes / 10), False, jac)
     level, prices = unpack(x)
     return _Point(level, prices)
 
