@@ -69,7 +69,13 @@ from pyomo.core.expr.numeric_expr import LinearExpression
 
 from schedlab.formulations.arrays import add_rows
 from schedlab.formulations.gavel.base import GavelPolicy, unrunnable_jobs, unrunnable_reason
-from schedlab.formulations.gavel.data import BoolArray, FloatArray, GavelData
+from schedlab.formulations.gavel.data import (
+    BoolArray,
+    FloatArray,
+    GavelData,
+    PairList,
+    pair_index,
+)
 from schedlab.instance import Instance
 from schedlab.solution import Solution, Status, Timings, worst_status
 from schedlab.solvers import PersistentSolver, SolveResult, SolverOptions
@@ -263,11 +269,10 @@ class ClassPairs:
 
 def _pair_arrays(data: GavelData, coef: FloatArray) -> tuple[IntArray, FloatArray, BoolArray]:
     """(pairs (P, 2), normalized pair fairness (P, K, 2), ok (P, K))."""
-    if not data.pairs:
+    idx = pair_index(data)
+    if not len(idx):
         num_types = len(data.types)
-        return (np.zeros((0, 2), dtype=np.int64), np.zeros((0, num_types, 2)),
-                np.zeros((0, num_types), dtype=bool))
-    idx = np.asarray(data.pairs, dtype=np.int64)
+        return idx, np.zeros((0, num_types, 2)), np.zeros((0, num_types), dtype=bool)
     fair = data.pair_throughput * coef[idx][:, None, :]
     ok = data.pair_allowed
     return idx, np.where(ok[:, :, None], fair, 0.0), ok
@@ -288,16 +293,16 @@ def _pair_groups(
     first, second = np.where(swap, cb, ca), np.where(swap, ca, cb)
     oriented = np.where(swap[:, None, None], fair[:, :, ::-1], fair)
     num_classes = len(counts)
-    _, rep, group = np.unique(first * num_classes + second, return_index=True,
-                              return_inverse=True)
-    group = group.reshape(-1)
-    key = np.concatenate(
-        [_quantize(oriented.reshape(len(idx), -1)), ok.astype(np.int64),
-         _quantize(gpus)[:, None]], axis=1,
-    )
-    differs = (key != key[rep[group]]).any(axis=1)
+    rep, group = _first_of_groups(first * num_classes + second)
+    # a pair differs from its group's first pair in its rows (to ~1e-12 relative) or its GPUs
+    bits = _quantize(oriented)
+    leader = rep[group]
+    differs = (bits != bits[leader]).any(axis=(1, 2))
+    differs |= (ok != ok[leader]).any(axis=1)
+    gbits = _quantize(gpus)
+    differs |= gbits != gbits[leader]
     same = first == second
-    asym = same & (_quantize(oriented[:, :, 0]) != _quantize(oriented[:, :, 1])).any(axis=1)
+    asym = same & (bits[:, :, 0] != bits[:, :, 1]).any(axis=1)
     size = np.bincount(group)
     m1, m2 = counts[first[rep]], counts[second[rep]]
     expected = np.where(first[rep] == second[rep], m1 * (m1 - 1) // 2, m1 * m2)
@@ -305,6 +310,20 @@ def _pair_groups(
     bad_pair = differs | asym | incomplete[group]
     bad = np.unique(np.concatenate([first[bad_pair], second[bad_pair]]))
     return group, first, second, oriented, bad.astype(np.int64)
+
+
+def _first_of_groups(keys: IntArray) -> tuple[IntArray, IntArray]:
+    """(index of the first element of each distinct key, in key order; group of each
+    element): ``np.unique(keys, return_index=True, return_inverse=True)[1:]`` by one stable
+    argsort (fast on the nearly sorted keys of a listing)."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    new = np.empty(len(keys), dtype=bool)
+    new[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    group = np.empty(len(keys), dtype=np.int64)
+    group[order] = np.cumsum(new) - 1
+    return order[new].astype(np.int64), group
 
 
 def classify_with_pairs(
@@ -366,9 +385,7 @@ def classify_with_pairs(
 def _pair_lookup(data: GavelData) -> tuple[IntArray, IntArray, int]:
     """(sorted keys a * J + b of the listed pairs (a < b), their pair indices, J)."""
     num_jobs = data.num_jobs
-    if not data.pairs:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), num_jobs
-    idx = np.asarray(data.pairs, dtype=np.int64)
+    idx = pair_index(data)
     keys = idx[:, 0] * num_jobs + idx[:, 1]
     order = np.argsort(keys, kind="stable").astype(np.int64)
     return keys[order], order, num_jobs
@@ -1034,20 +1051,20 @@ def _with_pairs(data: GavelData, keep: IntArray) -> GavelData:
     """``data`` restricted to the pairs ``keep`` (in that order)."""
     return replace(
         data,
-        pairs=[data.pairs[int(p)] for p in keep],
+        pairs=PairList(pair_index(data)[keep]),
         pair_throughput=data.pair_throughput[keep],
         pair_allowed=data.pair_allowed[keep],
     )
 
 
 #: The paths of :func:`solve_max_min_fast`.
-FAST_PATHS = ("aggregated_lp", "capacity_master", "pair_column_generation")
+FAST_PATHS = ("aggregated_lp", "prices", "capacity_master", "pair_column_generation")
 
 
 def choose_path(classes: JobClasses, pairs: ClassPairs | None) -> str:
     """The path :func:`solve_max_min_fast` takes when none is forced."""
     if pairs is None:
-        return "aggregated_lp" if classes.num_classes <= CLASS_LP_MAX_CLASSES else "capacity_master"
+        return "aggregated_lp" if classes.num_classes <= CLASS_LP_MAX_CLASSES else "prices"
     if int(pairs.ok.sum()) <= FULL_PAIR_COLUMNS_MAX:
         return "aggregated_lp"
     return "pair_column_generation"
@@ -1068,7 +1085,9 @@ def solve_max_min_fast(
     * ``"aggregated_lp"``: the class LP with every column, solved once (no pairs and at most
       :data:`CLASS_LP_MAX_CLASSES` classes, or at most :data:`FULL_PAIR_COLUMNS_MAX` pair
       columns);
-    * ``"capacity_master"``: Dantzig-Wolfe over the capacity rows (no pairs, many classes);
+    * ``"prices"``: fixed segments at capacity prices (no pairs, many classes;
+      :mod:`~schedlab.formulations.gavel.prices`);
+    * ``"capacity_master"``: Dantzig-Wolfe over the capacity rows (no pairs; forced only);
     * ``"pair_column_generation"``: column generation over the pair columns.
 
     ``aggregate=False`` makes every job its own class (for tests and benchmarks).  The
@@ -1103,10 +1122,15 @@ def solve_max_min_fast(
     metrics["classes"] = classes.num_classes
     chosen = path or choose_path(classes, pairs)
     built = time.perf_counter()
-    if chosen == "capacity_master":
+    if chosen in ("capacity_master", "prices"):
         if pairs is not None:
-            raise ValueError("the capacity master has no co-located pairs; use another path")
-        outcome = solve_capacity_master(classes, data.gpus, options, deadline)
+            raise ValueError(f"the {chosen} path has no co-located pairs; use another path")
+        if chosen == "prices":
+            from schedlab.formulations.gavel.prices import solve_price_path
+
+            outcome = solve_price_path(classes, data.gpus, options, deadline)
+        else:
+            outcome = solve_capacity_master(classes, data.gpus, options, deadline)
     elif chosen == "pair_column_generation":
         if pairs is None:
             raise ValueError("pair column generation needs co-located pairs")
@@ -1139,6 +1163,8 @@ def solve_max_min_fast(
     formulation.finish(solution, instance, _with_pairs(data, used), _with_pairs(true, used),
                        x, y[used])
     solution.metrics.update(metrics)
+    if chosen == "prices" and outcome.message:  # it fell back to the capacity master
+        solution.diagnostics.append(outcome.message)
     objective = solution.objective if solution.objective is not None else 0.0
     bound = outcome.bound if outcome.bound is not None else outcome.value
     if bound is not None and outcome.status == Status.OPTIMAL:
