@@ -174,3 +174,34 @@ def test_bad_settings_are_input_errors(tmp_path: Path) -> None:
     code = main(["tables", "gavel", "--quick", "--rates", "-1", "--out", str(tmp_path / "x")])
     assert code == 2
     assert not (tmp_path / "x").exists()
+    for bad in (["--measure", "5:3"], ["--pairs", "lass"], ["--steady-state"]):
+        code = main(["tables", "gavel", "--quick", *bad, "--out", str(tmp_path / "y")])
+        assert code == 2, bad
+        assert not (tmp_path / "y").exists()
+
+
+def test_measured_window_averages_only_those_arrivals(tmp_path: Path) -> None:
+    """``measure`` = (A, B) averages jobs A..B-1 in arrival order, as Gavel's ``-s/-e``: the
+    cell equals the mean over exactly those jobs of a simulation run here."""
+    settings = gt.TableSettings(trace=None, jobs=24, rates=(6.0,), seeds=(1,),
+                                pairs=gt.PAIRS[:1], measure=(10, 20))
+    table = gt.gavel_table(settings, tmp_path)
+    instance = generate_gavel_instance(24, CLUSTER, seed=1, jobs_per_hour=6.0,
+                                       multi_gpu=False)
+    for policy, side in (("gavel.max_min_fairness", "aware"),
+                         ("gavel.max_min_fairness_agnostic", "agnostic")):
+        frame = simulate(instance, policy=get_policy(policy), round_s=360.0,
+                         seed=1).to_dataframe()
+        frame = frame.sort_values("arrival", kind="stable").iloc[10:20]
+        expected = float((frame["finish"] - frame["arrival"]).mean())
+        assert table.row("rate6", "gavel.max_min_fairness").mean[f"{side}_jct_s"] == \
+            pytest.approx(expected, rel=REL)
+    # the window is part of the cell's name: the whole-run cell is another file
+    whole = gt.plan_cells(gt.TableSettings(trace=None, jobs=24, rates=(6.0,), seeds=(1,),
+                                           pairs=gt.PAIRS[:1]))
+    windowed = gt.plan_cells(settings)
+    assert {c.key for c in whole}.isdisjoint({c.key for c in windowed})
+    steady = gt.steady_state_settings()
+    assert steady.measure == (4000, 5000) and steady.jobs > 5000 and steady.trace is None
+    with pytest.raises(InputError):
+        gt.check_settings(gt.TableSettings(trace=None, jobs=24, measure=(10, 25)))

@@ -5,8 +5,11 @@ Gavel (OSDI'20, Figure 8) simulates the *continuous-single* trace (single-GPU jo
 arrivals) on 36 V100 + 36 P100 + 36 K80 GPUs with 360 s rounds, sweeps the input rate over
 ``numpy.linspace(0, 6, 16)[1:]`` jobs/hour, averages jobs 4000-5000 of each run and seeds
 0, 1, 2 (its ``EXPERIMENTS.md``: ``run_sweep_continuous.py -s 4000 -e 5000 -c 36:36:36
--a 0.0 -b 6.0 -n 16``).  This table keeps the cluster, the rounds, the single-GPU generator
-and the seeds, and measures far fewer jobs per run so that it runs in minutes.
+-a 0.0 -b 6.0 -n 16``).  The default table keeps the cluster, the rounds, the single-GPU
+generator and the seeds, and measures far fewer jobs per run so that it runs in minutes;
+:func:`steady_state_settings` (``--steady-state``) follows Gavel's protocol for the LAS pair:
+6000 jobs per run, the average over jobs 4000-4999 in arrival order
+(:attr:`TableSettings.measure`), rates of Gavel's grid up to its 6 jobs/hour.
 
 **Policy pairs** (:data:`PAIRS`, rows): each heterogeneity-aware ``gavel.*`` policy and its
 ``_agnostic`` variant -- least attained service = max-min fairness
@@ -26,9 +29,11 @@ mechanism) with the cell's seed, which also draws the generated workload.  Polic
 5 minutes per run on the trace) run on the trace with the first seed only.
 
 **Metrics** per cell: average JCT = (1/J) sum_j (C_j - r_j) over the jobs that finished
-(seconds; the count of unfinished jobs is kept), and per (workload, pair, seed) the ratio
-agnostic / aware of the average JCTs (> 1: heterogeneity awareness helps); mean and sample
-std over seeds.  "Up to" = the largest mean ratio over the workloads.
+(seconds; the count of unfinished jobs is kept) -- on the generator's columns only over jobs
+A..B-1 in arrival order when :attr:`TableSettings.measure` = (A, B) is set -- and per
+(workload, pair, seed) the ratio agnostic / aware of the average JCTs (> 1: heterogeneity
+awareness helps); mean and sample std over seeds.  "Up to" = the largest mean ratio over
+the workloads.
 
 **Cache.**  Each cell is written atomically as ``cells/<policy>__<workload>__seed<s>__<key>
 .json`` and reused by a re-run; ``key`` digests the workload, the policy, the seed, the
@@ -78,6 +83,13 @@ PAIRS: tuple[tuple[str, str, str], ...] = (
 PAPER_UP_TO = 3.5
 #: Gavel's Figure 8 rates: numpy.linspace(0, 6, 16) without 0, jobs/hour.
 PAPER_RATES: tuple[float, ...] = tuple(float(r) for r in np.linspace(0.0, 6.0, 16)[1:])
+#: Gavel's measured window: jobs 4000-4999 of each run (``-s 4000 -e 5000``).
+PAPER_MEASURE: tuple[int, int] = (4000, 5000)
+#: Jobs per run of the steady-state table: the window and 1000 jobs after it, so the
+#: measured jobs share the cluster with later arrivals as in Gavel's runs.
+STEADY_JOBS = 6000
+#: Rates of the steady-state table: the top of Gavel's grid (0.4 jobs/hour steps).
+STEADY_RATES: tuple[float, ...] = (4.4, 5.2, 6.0)
 DEFAULT_SEEDS: tuple[int, ...] = (0, 1, 2)
 DEFAULT_CLUSTER: tuple[tuple[str, int], ...] = (("v100", 36), ("p100", 36), ("k80", 36))
 #: The shipped trace, relative to the repository root.
@@ -110,7 +122,8 @@ class TableSettings:
     ``trace_jobs`` jobs, None: all), ``jobs`` generated single-GPU jobs at each of ``rates``
     jobs/hour on ``cluster``, ``seeds``, the policy ``pairs`` in row order, the simulator's
     ``round_s``, the policies run on the trace with the first seed only, ``workers`` cells
-    at once in local processes."""
+    at once in local processes; ``measure`` = (A, B): on the generator's columns average
+    only jobs A..B-1 in arrival order (Gavel's ``-s A -e B``; None: every job)."""
 
     trace: str | None = field(default_factory=default_trace)
     trace_jobs: int | None = None
@@ -123,6 +136,7 @@ class TableSettings:
     trace_first_seed_only: tuple[str, ...] = ("gavel.finish_time_fairness",
                                               "gavel.finish_time_fairness_agnostic")
     workers: int = 1
+    measure: tuple[int, int] | None = None
 
     @property
     def policies(self) -> list[str]:
@@ -148,8 +162,12 @@ class TableSettings:
             trace = f"{count} jobs of {Path(self.trace).name} at its own arrival times; "
         rates = ", ".join(f"{r:g}" for r in self.rates)
         seeds = ", ".join(str(s) for s in self.seeds)
+        window = ("" if self.measure is None else
+                  f" (averaged over jobs {self.measure[0]}-{self.measure[1] - 1} of each run "
+                  "in arrival order)")
         return (f"{trace}Gavel's generator, {self.jobs} single-GPU jobs (continuous-single) "
-                f"at {rates} jobs/hour on {mix}; {self.round_s:g} s rounds; seed(s) {seeds}")
+                f"at {rates} jobs/hour on {mix}{window}; {self.round_s:g} s rounds; "
+                f"seed(s) {seeds}")
 
 
 def rate_name(rate: float) -> str:
@@ -161,6 +179,15 @@ def quick_settings(**overrides: Any) -> TableSettings:
     """The ``--quick`` table (well under a minute): the first 40 jobs of the trace, 30
     generated jobs at 2 and 6 jobs/hour on 36:36:36, seed 0, all three pairs."""
     base = TableSettings(trace_jobs=40, jobs=30, rates=(2.0, 6.0), seeds=(0,))
+    return replace(base, **overrides)
+
+
+def steady_state_settings(**overrides: Any) -> TableSettings:
+    """The ``--steady-state`` table, Gavel's protocol for its Figure 8: the LAS pair only,
+    :data:`STEADY_JOBS` single-GPU jobs per run at :data:`STEADY_RATES` jobs/hour, the
+    average over jobs :data:`PAPER_MEASURE` of each run, seeds 0, 1, 2, no trace column."""
+    base = TableSettings(trace=None, jobs=STEADY_JOBS, rates=STEADY_RATES,
+                         pairs=PAIRS[:1], measure=PAPER_MEASURE)
     return replace(base, **overrides)
 
 
@@ -184,6 +211,11 @@ def check_settings(settings: TableSettings) -> None:
         raise InputError(f"round_s must be > 0, got {settings.round_s}", field="--round-s")
     if settings.workers < 1:
         raise InputError(f"workers must be >= 1, got {settings.workers}", field="--workers")
+    if settings.measure is not None:
+        first, end = settings.measure
+        if not 0 <= first < end <= settings.jobs:
+            raise InputError(f"the measured jobs {first}:{end} must satisfy 0 <= A < B <= "
+                             f"--jobs ({settings.jobs})", field="--measure")
     if settings.trace is not None and not Path(settings.trace).is_file():
         raise InputError("trace file not found", file=settings.trace, field="--trace")
     if not settings.pairs or len(set(settings.policies)) != len(settings.policies):
@@ -205,6 +237,7 @@ class Cell:
     instance: Instance
     round_s: float
     key: str
+    measure: tuple[int, int] | None = None
 
     @property
     def file_name(self) -> str:
@@ -215,7 +248,8 @@ class Cell:
 
 @dataclass(frozen=True)
 class CellResult:
-    """A cell's average JCT (s, over the finished jobs), its job counts, wall and CPU
+    """A cell's average JCT (s, over the finished jobs), its job counts (``jobs``: the jobs it
+    averages over, the measured window when one is set), wall and CPU
     seconds of the simulation (CPU: this process's, which a loaded machine does not
     inflate)."""
 
@@ -271,10 +305,15 @@ def build_instance(settings: TableSettings, workload: str, seed: int) -> Instanc
     return spec.build(seed, rate, settings.round_s)
 
 
-def cell_key(instance: Instance, policy: str, seed: int) -> str:
-    """12 hex digits naming a cell: instance, policy, seed, the code, the format."""
-    text = json.dumps({"instance": instance.model_dump_json(), "policy": policy,
-                       "seed": seed, "code": code_digest(), "format": CELL_FORMAT})
+def cell_key(instance: Instance, policy: str, seed: int,
+             measure: tuple[int, int] | None = None) -> str:
+    """12 hex digits naming a cell: instance, policy, seed, the measured jobs, the code,
+    the format."""
+    fields: dict[str, Any] = {"instance": instance.model_dump_json(), "policy": policy,
+                              "seed": seed, "code": code_digest(), "format": CELL_FORMAT}
+    if measure is not None:  # absent when unset, so existing cells keep their keys
+        fields["measure"] = list(measure)
+    text = json.dumps(fields)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -293,8 +332,9 @@ def plan_cells(settings: TableSettings) -> list[Cell]:
                 if seed not in instances:
                     instances[seed] = build_instance(settings, workload, seed)
                 instance = instances[seed]
+                measure = None if workload == TRACE else settings.measure
                 cells.append(Cell(policy, workload, seed, instance, settings.round_s,
-                                  cell_key(instance, policy, seed)))
+                                  cell_key(instance, policy, seed, measure), measure))
 
     def cost(cell: Cell) -> float:
         size = len(cell.instance.jobs)
@@ -303,16 +343,20 @@ def plan_cells(settings: TableSettings) -> list[Cell]:
     return sorted(cells, key=cost)
 
 
-def average_jct(instance: Instance, policy: str, seed: int, round_s: float
-                ) -> tuple[float, int]:
+def average_jct(instance: Instance, policy: str, seed: int, round_s: float,
+                measure: tuple[int, int] | None = None) -> tuple[float, int]:
     """Simulate ``policy`` on ``instance`` with ``seed``: (average JCT over the finished
-    jobs in s, NaN when none finished; unfinished jobs)."""
+    jobs in s, NaN when none finished; unfinished jobs).  ``measure`` = (A, B): only jobs
+    A..B-1 in arrival order (ties in instance order) count."""
     from schedlab.policies.registry import get_policy
     from schedlab.simulator.engine import simulate
 
     result = simulate(instance, policy=get_policy(policy), round_s=round_s, seed=seed)
+    records = sorted(result.jobs, key=lambda r: r.arrival)  # stable: instance order on ties
+    if measure is not None:
+        records = records[measure[0]:measure[1]]
     jct = np.asarray([math.nan if r.finish is None else r.finish - r.arrival
-                      for r in result.jobs], dtype=float)
+                      for r in records], dtype=float)
     done = jct[~np.isnan(jct)]
     return (float(done.mean()) if len(done) else math.nan), int(np.isnan(jct).sum())
 
@@ -320,9 +364,12 @@ def average_jct(instance: Instance, policy: str, seed: int, round_s: float
 def run_cell(cell: Cell, folder: str) -> CellResult:
     """Simulate a cell and write its file atomically (also in a worker process)."""
     t0, c0 = time.perf_counter(), time.process_time()
-    avg, unfinished = average_jct(cell.instance, cell.policy, cell.seed, cell.round_s)
+    avg, unfinished = average_jct(cell.instance, cell.policy, cell.seed, cell.round_s,
+                                  cell.measure)
+    measured = (len(cell.instance.jobs) if cell.measure is None
+                else cell.measure[1] - cell.measure[0])
     result = CellResult(policy=cell.policy, workload=cell.workload, seed=cell.seed,
-                        avg_jct_s=avg, jobs=len(cell.instance.jobs), unfinished=unfinished,
+                        avg_jct_s=avg, jobs=measured, unfinished=unfinished,
                         wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0)
     write_cell_json(folder, cell.file_name, result.to_json())
     return result
