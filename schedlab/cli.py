@@ -928,11 +928,47 @@ def _add_gavel_table(which: Any, common: argparse.ArgumentParser) -> None:
     gavel.add_argument("--trace", metavar="FILE",
                        help="trace instance file (default: instances/gavel/trace-1000.json.gz)")
     gavel.add_argument("--no-trace", action="store_true", help="leave the trace column out")
+    gavel.add_argument("--steady-state", action="store_true",
+                       help="Gavel's protocol for the LAS pair: 6000 jobs per run at 4.4, "
+                       "5.2 and 6 jobs/h, averaged over jobs 4000-4999 of each run, no trace "
+                       "column (--jobs, --rates, --measure, --pairs still apply)")
+    gavel.add_argument("--measure", type=_job_window, metavar="A:B",
+                       help="average only jobs A..B-1 of each generated run, in arrival "
+                       "order (Gavel's -s A -e B; default: every job)")
+    gavel.add_argument("--pairs", type=_gavel_pairs, metavar="P,P,...",
+                       help="policy pairs, of las, fifo, ftf (default: all three; "
+                       "--steady-state: las)")
     gavel.add_argument("--workers", type=_positive_int, metavar="W",
                        default=min(2, os.cpu_count() or 1),
                        help="simulations in parallel, in local processes (default: "
                        "%(default)s)")
     gavel.set_defaults(handler=_cmd_tables_gavel)
+
+
+def _job_window(text: str) -> tuple[int, int]:
+    """``A:B`` -> (A, B), two integers with 0 <= A < B."""
+    first, sep, end = text.partition(":")
+    try:
+        window = (int(first), int(end))
+    except ValueError:
+        window = (-1, -1)
+    if not sep or not 0 <= window[0] < window[1]:
+        raise argparse.ArgumentTypeError(f"expected A:B with 0 <= A < B, got {text!r}")
+    return window
+
+
+#: ``--pairs`` names of the Gavel table's policy pairs, in the table's row order.
+_GAVEL_PAIR_NAMES = ("las", "fifo", "ftf")
+
+
+def _gavel_pairs(text: str) -> tuple[str, ...]:
+    """``las,fifo`` -> the named pairs (of :data:`_GAVEL_PAIR_NAMES`), in the table's order."""
+    names = [t.strip().lower() for t in text.split(",") if t.strip()]
+    unknown = [n for n in names if n not in _GAVEL_PAIR_NAMES]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(
+            f"expected some of {', '.join(_GAVEL_PAIR_NAMES)}, got {text!r}")
+    return tuple(n for n in _GAVEL_PAIR_NAMES if n in names)
 
 
 def _cmd_tables_gavel(args: argparse.Namespace) -> int:
@@ -941,7 +977,18 @@ def _cmd_tables_gavel(args: argparse.Namespace) -> int:
     from schedlab.analysis.tables import gavel as gt
 
     out = _table_out(args)
-    settings = _seeded(gt.quick_settings() if args.quick else gt.TableSettings(), args)
+    if args.quick and args.steady_state:
+        raise InputError("--quick and --steady-state exclude each other",
+                         field="--steady-state")
+    base = (gt.quick_settings() if args.quick else
+            gt.steady_state_settings() if args.steady_state else gt.TableSettings())
+    settings = _seeded(base, args)
+    if args.pairs is not None:
+        settings = replace(settings, pairs=tuple(
+            pair for name, pair in zip(_GAVEL_PAIR_NAMES, gt.PAIRS, strict=True)
+            if name in args.pairs))
+    if args.measure is not None:
+        settings = replace(settings, measure=args.measure)
     if args.jobs is not None:
         settings = replace(settings, jobs=args.jobs)
     if args.rates is not None:
