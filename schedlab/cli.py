@@ -1280,15 +1280,18 @@ def _run_simulations(args: argparse.Namespace, policies: list[str]) -> tuple[Any
     specs = sweep.plan_runs(policies, loads, args.seeds, workload, round_s=args.round_s,
                             mechanism=args.mechanism)
 
-    with tempfile.TemporaryDirectory(prefix="schedlab-runs-") as scratch:
-        folder = Path(args.runs_dir) if args.runs_dir else Path(scratch)
-        report = sweep.run_sweep(specs, folder, workers=args.workers,
-                                 progress=not args.quiet,
-                                 fmt="auto" if args.runs_dir else "csv")
-        if report.skipped:
-            log.warning("%d of %d runs were already in %s; reusing them",
-                        len(report.skipped), report.total, folder)
-        results = sweep.load_results([report.files[s.key] for s in specs])
+    if len(specs) == 1 and not args.runs_dir:
+        results = _run_single(specs[0], len(first.jobs), out, args.quiet)
+    else:
+        with tempfile.TemporaryDirectory(prefix="schedlab-runs-") as scratch:
+            folder = Path(args.runs_dir) if args.runs_dir else Path(scratch)
+            report = sweep.run_sweep(specs, folder, workers=args.workers,
+                                     progress=not args.quiet,
+                                     fmt="auto" if args.runs_dir else "csv")
+            if report.skipped:
+                log.warning("%d of %d runs were already in %s; reusing them",
+                            len(report.skipped), report.total, folder)
+            results = sweep.load_results([report.files[s.key] for s in specs])
     summary = sweep.summarize_runs(results, unfair_threshold=args.unfair_threshold)
     if out is not None:
         try:
@@ -1299,6 +1302,46 @@ def _run_simulations(args: argparse.Namespace, policies: list[str]) -> tuple[Any
     if args.plots:
         _write_plots(Path(args.plots), results, summary, policies)
     return workload, results, summary
+
+
+def _run_single(spec: Any, jobs: int, out: Path | None, quiet: bool) -> Any:
+    """One simulation in this process, watched and kept (docs/simulate.md): a progress bar on
+    stderr when it is a terminal (simulated hours, jobs finished, job-rounds/s); with
+    ``--out``, finished jobs' records appended to ``<out>.partial.csv`` in chunks as they
+    finish, so Ctrl-C leaves them on disk (the file is removed after a complete run, whose
+    table then goes to ``--out``).  Returns the run's result table."""
+    import functools
+
+    from schedlab.analysis import sweep
+    from schedlab.simulator.stream import RecordChunks, progress_display
+
+    chunks = None
+    if out is not None:
+        leading = {"policy": spec.policy,
+                   "jobs_per_hour": "" if spec.jobs_per_hour is None else spec.jobs_per_hour,
+                   "seed": spec.seed}
+        chunks = RecordChunks(out.with_name(out.name + ".partial.csv"),
+                              [acc for acc, _ in spec.workload.cluster], leading)
+    show = not quiet and sys.stderr.isatty()
+    try:
+        with progress_display(jobs, show, f"{spec.policy}") as report:
+            runner = functools.partial(sweep.simulate_run, progress=report,
+                                       on_job_done=None if chunks is None else chunks.add)
+            frame, _ = sweep.run_one(spec, runner)
+    except KeyboardInterrupt:
+        if chunks is not None:
+            chunks.flush()
+            log.warning("interrupted: the records of the %d jobs finished so far are in %s",
+                        chunks.written, chunks.path)
+        raise
+    if chunks is not None:
+        chunks.path.unlink(missing_ok=True)
+    # the same table a sweep reads back from its CSV run file (types as read_csv gives them)
+    import io
+
+    import pandas as pd
+
+    return pd.read_csv(io.StringIO(frame.to_csv(index=False)))
 
 
 def _write_plots(folder: Path, results: Any, summary: Any, policies: list[str]) -> None:

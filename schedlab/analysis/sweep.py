@@ -276,18 +276,21 @@ def _policy_for(name: str, mechanism: str) -> Any:
     return policy
 
 
-def simulate_run(spec: RunSpec) -> RunOutput:
+def simulate_run(spec: RunSpec, **options: Any) -> RunOutput:
     """Build the run's instance, simulate it under its policy, return the per-job table.
 
     The seed drives the workload (job stream) and is handed to the policy
-    (``ClusterState.seed``), so every policy of a comparison sees the same jobs.
+    (``ClusterState.seed``), so every policy of a comparison sees the same jobs.  No
+    per-round records are kept (``keep_rounds=False``: the table needs none); ``options``
+    go to :func:`~schedlab.simulator.engine.simulate` (``progress``, ``on_job_done``).
     """
     from schedlab.simulator.engine import simulate
 
     instance = spec.workload.build(spec.seed, spec.jobs_per_hour, spec.round_s)
     policy = _policy_for(spec.policy, spec.mechanism)
     result = simulate(instance, policy=policy, round_s=instance.params.round_s, seed=spec.seed,
-                      mechanism=spec.mechanism)  # type: ignore[arg-type]
+                      mechanism=spec.mechanism, keep_rounds=False,  # type: ignore[arg-type]
+                      **options)
     return RunOutput(
         jobs=result.to_dataframe(),
         solver_time_s=float(result.solver_time_s),

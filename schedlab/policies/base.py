@@ -28,6 +28,9 @@ class Policy(ABC):
     #: ``"shockwave"`` (dynamic-adaptation jobs on one type); ``schedlab.testing`` picks its
     #: workload by it
     workload_kind: str = "gavel"
+    #: whether ``decide`` reads ``state.finished``; a policy that does not may say False, so
+    #: a streaming simulation (``simulate(..., keep_jobs=False)``) forgets finished jobs
+    uses_finished_jobs: bool = True
 
     def __init__(self) -> None:
         self.solver_time_s = 0.0  # seconds spent in optimization solvers

@@ -119,7 +119,10 @@ class ClusterState:
     round_s: float
     cluster: Cluster
     active: list[JobState]  # arrived and not finished, in arrival order
-    finished: list[JobState]  # in finish order
+    #: in finish order; the simulator's own list, read it during ``decide`` only (it is not
+    #: copied each round, and a streaming run whose policy has ``uses_finished_jobs`` false
+    #: leaves it empty)
+    finished: list[JobState]
     job_set_version: int = 0  # increases whenever a job arrives, finishes or changes throughput
     seed: int = 0  # the run's seed: policies that draw random numbers derive them from it
 

@@ -49,7 +49,15 @@ max(s_a, s_b) GPUs and each job progresses at its ``colocated_throughput`` with 
 
 Determinism: the simulator has no randomness of its own; ``seed`` is handed to policies in
 :attr:`~schedlab.policies.state.ClusterState.seed`, so a seeded policy gives the same result
-for the same seed.  The engine writes no files; an interrupt (Ctrl-C) propagates unchanged.
+for the same seed.  The engine writes no files; an interrupt (Ctrl-C) propagates unchanged
+(the records of jobs finished by then have gone to ``on_job_done`` already).
+
+**Memory** (docs/simulator.md, "Production-size traces").  A job is held in the arrival
+queue, then while active (its JobState and a few dict entries keyed by its id), and after it
+finishes only as its :class:`JobRecord` (``keep_jobs``, or handed to ``on_job_done``) and, for
+policies that read them, in ``ClusterState.finished``.  Per-round records
+(``keep_rounds``) are optional; busy GPU-seconds, rounds and job-rounds are running sums, so
+nothing is recomputed over the history.
 """
 
 from __future__ import annotations
@@ -60,6 +68,7 @@ import gc
 import logging
 import math
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from operator import attrgetter
@@ -82,6 +91,7 @@ from schedlab.simulator.result import JobRecord, RoundRecord, RunRecord, Simulat
 log = logging.getLogger(__name__)
 
 _job_of = attrgetter("job")
+_arrival_of = attrgetter("arrival")
 
 Mode = Literal["continuous", "static"]
 #: How rounds advance jobs (docs/simulator.md): schedlab's own rules or Gavel's simulator's.
@@ -113,6 +123,7 @@ class Progress(NamedTuple):
     active: int
     finished: int
     total: int
+    job_rounds: int = 0  # jobs run, summed over the rounds so far
 
 
 # ------------------------------------------------------------------------------- workload
@@ -506,21 +517,26 @@ def _advance(
     round_index: int,
     last_mask: dict[str, int],
     overhead_paid: dict[str, float],
-    runs: list[RunRecord],
+    runs: list[RunRecord] | None,
     still: list[JobState],
     done_now: list[JobState],
     last_end: float,
     changed: list[JobState],
+    busy: dict[str, float],
 ) -> float:
     """Progress of the jobs placed on ``acc`` through the round; returns the latest finish
     so far (a dynamic job whose throughput changed is added to ``changed``).
     ``previous[i]`` is unit i's mask the last time it ran on ``acc`` (0 if it did not: masks
-    are never 0), so a changed placement is ``previous != mask``."""
+    are never 0), so a changed placement is ``previous != mask``.  ``busy[acc]`` gains the
+    round's busy GPU-seconds on ``acc`` (:func:`_add_busy`); ``runs`` (None: not kept) gains
+    one :class:`RunRecord` per job."""
     ftol = FINISH_TOLERANCE
     new_run = tuple.__new__
-    add_run = runs.append
+    add_run = runs.append if runs is not None else None
     add_still = still.append
     round_end = now + length
+    gpu_s = 0.0  # busy GPU-seconds of the single jobs (a pair's are summed per GPU after)
+    shared: list[tuple[int, float]] = []  # (mask, release) of co-located jobs
     for (js, thr, mate), job_mask, prev in zip(units, masks, previous, strict=True):
         # prev is the job's last mask when it last ran on acc, else 0 (masks are never 0)
         if prev == job_mask:
@@ -541,8 +557,13 @@ def _advance(
                 if end > last_end:
                     last_end = end
             _credit(js, acc, held, now, round_index)
-            add_run(new_run(RunRecord, (js.id, acc, job_mask, None if mate is None
-                                        else mate.id, overhead, end)))
+            if mate is None:
+                gpu_s += js.scale_factor * held
+            else:
+                shared.append((job_mask, end))
+            if add_run is not None:
+                add_run(new_run(RunRecord, (js.id, acc, job_mask, None if mate is None
+                                            else mate.id, overhead, end)))
             continue
         total_steps = js.total_steps
         left = total_steps - js.steps_done
@@ -561,10 +582,39 @@ def _advance(
             end = round_end
             js.steps_done += steps
             add_still(js)
-        _credit(js, acc, held, now, round_index)
-        add_run(new_run(RunRecord, (js.id, acc, job_mask, None if mate is None else mate.id,
-                                    overhead, end)))
+        # credit (as _credit, inlined: this loop runs once per job and round)
+        js.time_on[acc] += held
+        js.executed_s += held
+        js.attained_service_s += held * js.scale_factor
+        js.rounds_run += 1
+        if js.start_time is None:
+            js.start_time = now
+        js.last_round_run = round_index
+        if mate is None:
+            gpu_s += js.scale_factor * held
+        else:
+            shared.append((job_mask, end))
+        if add_run is not None:
+            add_run(new_run(RunRecord, (js.id, acc, job_mask, None if mate is None
+                                        else mate.id, overhead, end)))
+    _add_busy(busy, acc, gpu_s, shared, now)
     return last_end
+
+
+def _add_busy(busy: dict[str, float], acc: str, solo_gpu_s: float,
+              shared: list[tuple[int, float]], now: float) -> None:
+    """Add one round's busy GPU-seconds on ``acc`` to ``busy[acc]``: ``solo_gpu_s`` (single
+    jobs: s_j x seconds held, their GPUs being disjoint) plus, for the GPUs of co-located
+    pairs (``shared``: each member's GPU mask and release time), sum over those GPUs of
+    (last release on the GPU - round start ``now``), so a shared GPU counts once -- the same
+    sum as :meth:`~schedlab.simulator.result.RoundRecord.busy_gpu_seconds`."""
+    if shared:
+        last: dict[int, float] = {}
+        for mask, end in shared:
+            for gpu in mask_ids(mask):
+                last[gpu] = max(last.get(gpu, now), end)
+        solo_gpu_s += sum(end - now for end in last.values())
+    busy[acc] += solo_gpu_s
 
 
 def _advance_epochs(js: JobState, acc: str, overhead: float, length: float,
@@ -643,17 +693,20 @@ def _advance_gavel(
     round_index: int,
     last_mask: dict[str, int],
     overhead_paid: dict[str, float],
-    runs: list[RunRecord],
+    runs: list[RunRecord] | None,
     still: list[JobState],
     done_now: list[JobState],
     last_end: float,
     changed: list[JobState],
+    busy: dict[str, float],
 ) -> float:
     """:func:`_advance` with Gavel's step accounting (``_get_num_steps``,
     ``_get_job_steps_and_finish_times``): a job placed for a round runs ``min(int(T (L -
     o)), R)`` whole steps and holds its GPUs until it has run them, ``o + steps / T`` s
     after the round start, whether or not it finished; returns the latest release so far
     (the round ends there)."""
+    gpu_s = 0.0
+    shared: list[tuple[int, float]] = []
     for (js, thr, mate), job_mask, prev in zip(units, masks, previous, strict=True):
         overhead = 0.0
         if prev != job_mask:
@@ -677,8 +730,14 @@ def _advance_gavel(
         if end > last_end:
             last_end = end
         _credit(js, acc, held, now, round_index)
-        runs.append(RunRecord(js.id, acc, job_mask, None if mate is None else mate.id,
-                              overhead, end))
+        if mate is None:
+            gpu_s += js.scale_factor * held
+        else:
+            shared.append((job_mask, end))
+        if runs is not None:
+            runs.append(RunRecord(js.id, acc, job_mask, None if mate is None else mate.id,
+                                  overhead, end))
+    _add_busy(busy, acc, gpu_s, shared, now)
     return last_end
 
 
@@ -699,6 +758,9 @@ def simulate(
     end_round_early: bool = True,
     stall_rounds: int = 1000,
     mechanism: Mechanism | None = None,
+    keep_rounds: bool = True,
+    keep_jobs: bool = True,
+    on_job_done: Callable[[JobRecord], None] | None = None,
 ) -> SimulationResult:
     """Simulate ``policy`` on ``jobs`` (JobStates, or an Instance) over ``cluster``.
 
@@ -724,6 +786,17 @@ def simulate(
             that places nothing jumps to the next arrival; ``end_round_early`` is then
             ignored).  None (default): the policy's ``mechanism`` attribute when it has one,
             else ``"schedlab"``.  docs/simulator.md lists the differences.
+        keep_rounds: keep a :class:`RoundRecord` (every job's run) per round in
+            ``result.rounds``.  False keeps none -- memory then does not grow with the
+            job-rounds (10^7 at 10^5 jobs); busy GPU-seconds, rounds and job-rounds are
+            counted while the run goes either way (``result.busy_gpu_s``, ``num_rounds``,
+            ``num_job_rounds``).
+        keep_jobs: keep every job's record in ``result.jobs``.  False: ``result.jobs`` holds
+            only the jobs unfinished at the end; a finished job's record goes to
+            ``on_job_done`` only, and the engine forgets the job (its JobState stays in
+            ``ClusterState.finished`` only for a policy whose ``uses_finished_jobs`` is true).
+        on_job_done: called with each job's :class:`JobRecord` when it finishes (stream it
+            to a file); on an interrupt the records of finished jobs have gone out already.
 
     Returns:
         A :class:`~schedlab.simulator.result.SimulationResult`.
@@ -761,16 +834,18 @@ def simulate(
         for js in all_jobs:
             js.total_steps = max(float(math.floor(js.total_steps)), 1.0)
             js.steps_done = min(float(math.floor(js.steps_done)), js.total_steps - 1.0)
-    order = sorted(range(len(all_jobs)), key=lambda i: all_jobs[i].arrival)
-    pending = [all_jobs[i] for i in order]
+    pending = deque(sorted(all_jobs, key=_arrival_of))  # stable: ties keep input order
+    del all_jobs  # the run holds each job in ``pending``, then while active, then not at all
     policy.reset()  # a run starts afresh: counters and the policy's memory of earlier runs
     name = policy.name or type(policy).__name__
     log.info("simulating %s: %d jobs, %s GPUs, round %.6g s, %s", name, len(pending),
              {k: p.count for k, p in cluster.accelerators.items()}, length, mode)
+    sinks = _Sinks(keep_rounds, keep_jobs or bool(getattr(policy, "uses_finished_jobs", True)),
+                   keep_jobs, on_job_done)
     try:
         with _fewer_gc_passes():
             return _run(pending, cluster, policy, name, length, mode, seed, max_rounds,
-                        progress, end_round_early, stall_rounds, mechanism)
+                        progress, end_round_early, stall_rounds, mechanism, sinks)
     except KeyboardInterrupt:
         log.warning("simulation of %s interrupted; no result", name)
         raise
@@ -799,8 +874,17 @@ def _fewer_gc_passes() -> Iterator[None]:
         gc.set_threshold(*old)
 
 
+class _Sinks(NamedTuple):
+    """What a run keeps of its history (see :func:`simulate`)."""
+
+    rounds: bool  # RoundRecords
+    finished_states: bool  # finished JobStates, for ClusterState.finished
+    job_records: bool  # every JobRecord in result.jobs
+    on_job_done: Callable[[JobRecord], None] | None
+
+
 def _run(
-    pending: list[JobState],
+    pending: deque[JobState],
     cluster: Cluster,
     policy: Policy,
     name: str,
@@ -812,13 +896,22 @@ def _run(
     end_round_early: bool,
     stall_rounds: int,
     mechanism: Mechanism = "schedlab",
+    sinks: _Sinks | None = None,
 ) -> SimulationResult:
+    """The loop of :func:`simulate` over ``pending`` (JobStates by arrival; consumed)."""
     wall0 = time.perf_counter()
+    if sinks is None:
+        sinks = _Sinks(True, True, True, None)
     counters0 = _counters(policy)
     counts = {k: p.count for k, p in cluster.accelerators.items()}
     placers = cluster_placers(cluster)
     total = len(pending)
-    next_arrival = 0
+    admitted = 0
+    finished_count = 0
+    job_rounds = 0
+    busy = dict.fromkeys(counts, 0.0)
+    records: list[JobRecord | None] = [None] * total if sinks.job_records else []
+    slot: dict[str, int] = {}  # active job -> its place in arrival order
     active: list[JobState] = []
     by_id: dict[str, JobState] = {}
     finished: list[JobState] = []
@@ -840,25 +933,28 @@ def _run(
     stopped = "all jobs finished"
     gavel = mechanism == "gavel"
     advance = _advance_gavel if gavel else _advance
-    for js in pending:  # jobs handed over mid-life keep their last placement
-        last_mask[js.id] = ids_mask(js.last_gpu_ids or ())
-        js.time_on = {**dict.fromkeys(counts, 0.0), **js.time_on}
+    zero_time = dict.fromkeys(counts, 0.0)
+    keep_runs = sinks.rounds
 
     while True:
         arrived = False
-        while next_arrival < total and pending[next_arrival].arrival <= now:
-            js = pending[next_arrival]
+        while pending and pending[0].arrival <= now:
+            js = pending.popleft()
             active.append(js)
             by_id[js.id] = js
             fits[js.id] = _solo_units(js, counts)
-            next_arrival += 1
+            # jobs handed over mid-life keep their last placement
+            last_mask[js.id] = ids_mask(js.last_gpu_ids or ())
+            js.time_on = {**zero_time, **js.time_on}
+            slot[js.id] = admitted
+            admitted += 1
             arrived = True
         if arrived:
             version += 1
         if not active:
-            if next_arrival >= total:
+            if not pending:
                 break
-            now = pending[next_arrival].arrival  # idle jump to the next arrival
+            now = pending[0].arrival  # idle jump to the next arrival
             previous = []
             continue
         if max_rounds is not None and round_index >= max_rounds:
@@ -866,12 +962,12 @@ def _run(
             break
 
         state = ClusterState(now=now, round_index=round_index, round_s=length,
-                             cluster=cluster, active=list(active), finished=list(finished),
+                             cluster=cluster, active=list(active), finished=finished,
                              job_set_version=version, seed=seed)
         t0 = time.perf_counter()
         decision = policy.decide(state)
         decide_s += time.perf_counter() - t0
-        runs: list[RunRecord] = []
+        runs: list[RunRecord] | None = [] if keep_runs else None
         still: list[JobState] = []  # ran this round, not finished
         done_now: list[JobState] = []
         changed: list[JobState] = []  # dynamic jobs whose throughput changed
@@ -882,7 +978,7 @@ def _run(
             for acc, same_units, same_masks, _ in repeat_layout:
                 last_end = advance(same_units, same_masks, same_masks, acc, now, length,
                                    round_index, last_mask, overhead_paid, runs, still,
-                                   done_now, last_end, changed)
+                                   done_now, last_end, changed, busy)
         else:
             layout = _solo_layout(decision, fits, counts, last_mask, placers)
             repeat_layout = layout
@@ -892,34 +988,47 @@ def _run(
             for acc, units, masks, before in layout:
                 last_end = advance(units, masks, before, acc, now, length, round_index,
                                    last_mask, overhead_paid, runs, still, done_now, last_end,
-                                   changed)
+                                   changed, busy)
             repeat_of = list(decision)  # a copy: a policy may reuse its list
         repeat_version = version
 
         for js in previous:
             if js.last_round_run != round_index:  # ran last round, waits now
                 js.preemptions += 1
+        ran = len(still) + len(done_now)  # every placed job is in one of the two
+        job_rounds += ran
         if gavel:  # ends when its last job has run its steps; an empty round waits for jobs
-            end_of_round = (last_end if runs else pending[next_arrival].arrival
-                            if next_arrival < total else now + length)
-        elif runs and not still and end_round_early:
+            end_of_round = (last_end if ran else pending[0].arrival
+                            if pending else now + length)
+        elif ran and not still and end_round_early:
             end_of_round = last_end
         else:
             end_of_round = now + length
-        rounds.append(RoundRecord(round_index, now, end_of_round, tuple(runs)))
+        if runs is not None:
+            rounds.append(RoundRecord(round_index, now, end_of_round, tuple(runs)))
         if done_now:
             done_now.sort(key=_finish_key)
             for js in done_now:
-                del by_id[js.id]
-                del fits[js.id]
-            finished.extend(done_now)
+                job_id = js.id
+                del by_id[job_id]
+                del fits[job_id]
+                del last_mask[job_id]
+                record = _job_record(js, cluster, overhead_paid.pop(job_id, 0.0))
+                place = slot.pop(job_id)
+                if sinks.job_records:
+                    records[place] = record
+                if sinks.on_job_done is not None:
+                    sinks.on_job_done(record)
+            finished_count += len(done_now)
+            if sinks.finished_states:
+                finished.extend(done_now)
             active = [js for js in active if js.finish_time is None]
             version += 1
         if changed:  # a batch size changed: policies that re-solve on changes see it
             version += 1
         previous = still
 
-        if runs or next_arrival < total:
+        if ran or pending:
             idle = 0
         else:
             idle += 1
@@ -931,18 +1040,31 @@ def _run(
         now = end_of_round
         round_index += 1
         if progress is not None:
-            progress(Progress(round_index, now, len(active), len(finished), total))
+            progress(Progress(round_index, now, len(active), finished_count, total,
+                              job_rounds))
 
     wall = time.perf_counter() - wall0
-    records = [_job_record(js, cluster, overhead_paid.get(js.id, 0.0)) for js in pending]
+    for js in active:  # unfinished jobs, then those that never arrived (max_rounds)
+        record = _job_record(js, cluster, overhead_paid.get(js.id, 0.0))
+        if sinks.job_records:
+            records[slot[js.id]] = record
+        else:
+            records.append(record)
+    for js in pending:
+        js.time_on = {**zero_time, **js.time_on}
+    tail = [_job_record(js, cluster, 0.0) for js in pending]
+    if sinks.job_records:
+        records[admitted:] = tail
+    else:
+        records.extend(tail)
     log.info("%s: %d rounds, %d/%d jobs finished, %.3f s wall (%.3f s deciding)", name,
-             round_index, len(finished), total, wall, decide_s)
+             round_index, finished_count, total, wall, decide_s)
     result = SimulationResult(
         policy=name,
         mode=mode,
         round_s=length,
         gpus=counts,
-        jobs=records,
+        jobs=[r for r in records if r is not None],
         rounds=rounds,
         solver_time_s=_counters(policy)[0] - counters0[0],
         solves=int(_counters(policy)[1] - counters0[1]),
@@ -952,6 +1074,9 @@ def _run(
         wall_s=wall,
         end_time=now,
         stopped=stopped,
+        busy_gpu_s=busy,
+        num_rounds=round_index,
+        num_job_rounds=job_rounds,
     )
     if result.failed_solves:
         log.warning("%s: %d of %d solves found no solution; the policy fell back then",

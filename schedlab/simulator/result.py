@@ -105,7 +105,9 @@ class JobRecord:
 class SimulationResult:
     """Records of one simulated run of ``policy`` on a workload.
 
-    ``jobs`` in arrival order; ``rounds`` in time order; ``gpus`` = n_k per type;
+    ``jobs`` in arrival order; ``rounds`` in time order (empty when the run was asked not to
+    keep per-round records: ``keep_rounds=False``; the counters below still hold);
+    ``gpus`` = n_k per type;
     ``solver_time_s``/``solves``/``decisions``/``failed_solves`` are the policy's counters
     at the end;
     ``decide_time_s`` is wall time inside ``policy.decide``; ``wall_s`` the whole run;
@@ -128,6 +130,13 @@ class SimulationResult:
     wall_s: float = 0.0
     end_time: float = 0.0
     stopped: str = "all jobs finished"
+    #: GPU-seconds busy per type, accumulated round by round while the run went (None: the
+    #: producer did not count them; :meth:`busy_gpu_seconds` then sums ``rounds``)
+    busy_gpu_s: dict[str, float] | None = None
+    #: rounds simulated and jobs run summed over rounds, counted while the run went (None:
+    #: taken from ``rounds``); set when the run kept no per-round records
+    num_rounds: int | None = None
+    num_job_rounds: int | None = None
 
     # ------------------------------------------------------------------ counters
     @property
@@ -138,7 +147,14 @@ class SimulationResult:
     @property
     def job_rounds(self) -> int:
         """Sum over rounds of the jobs that ran in it."""
+        if self.num_job_rounds is not None:
+            return self.num_job_rounds
         return sum(len(r.runs) for r in self.rounds)
+
+    @property
+    def round_count(self) -> int:
+        """Rounds simulated (also when the run kept no per-round records)."""
+        return self.num_rounds if self.num_rounds is not None else len(self.rounds)
 
     def average_jct(self) -> float:
         """Mean of finish - arrival over finished jobs, s (NaN when none finished)."""
@@ -146,7 +162,10 @@ class SimulationResult:
         return sum(jcts) / len(jcts) if jcts else math.nan
 
     def busy_gpu_seconds(self) -> dict[str, float]:
-        """GPU-seconds busy per type over the whole run."""
+        """GPU-seconds busy per type over the whole run (the engine's running sums when it
+        kept them, else summed over ``rounds``)."""
+        if self.busy_gpu_s is not None:
+            return {**dict.fromkeys(self.gpus, 0.0), **self.busy_gpu_s}
         out: dict[str, float] = dict.fromkeys(self.gpus, 0.0)
         for r in self.rounds:
             for acc, busy in r.busy_gpu_seconds().items():
@@ -174,7 +193,7 @@ class SimulationResult:
             "utilization": busy / (total_gpus * span) if span > 0 and total_gpus else math.nan,
             "preemptions": sum(j.preemptions for j in self.jobs),
             "migrations": sum(j.migrations for j in self.jobs),
-            "rounds": len(self.rounds),
+            "rounds": self.round_count,
             "job_rounds": self.job_rounds,
             "solver_time_s": self.solver_time_s,
             "solves": self.solves,
@@ -193,38 +212,8 @@ class SimulationResult:
         ``time_on_<type>`` per accelerator type (s).  Unfinished jobs have NaN finish/jct."""
         import pandas as pd
 
-        rows = []
-        for j in self.jobs:
-            row: dict[str, Any] = {
-                "job": j.job,
-                "arrival": j.arrival,
-                "start": math.nan if j.start is None else j.start,
-                "finish": math.nan if j.finish is None else j.finish,
-                "jct": math.nan if j.finish is None else j.finish - j.arrival,
-                "scale_factor": j.scale_factor,
-                "weight": j.weight,
-                "job_type": j.job_type,
-                "user": j.user,
-                "total_steps": j.total_steps,
-                "steps": j.steps,
-                "preemptions": j.preemptions,
-                "migrations": j.migrations,
-                "rounds_run": j.rounds_run,
-                "gpu_seconds": j.gpu_seconds,
-                "executed_s": j.executed_s,
-                "overhead_s": j.overhead_s,
-                "isolated_time_s": j.isolated_time_s,
-            }
-            for acc in self.gpus:
-                row[f"time_on_{acc}"] = j.time_on.get(acc, 0.0)
-            rows.append(row)
-        columns = [
-            "job", "arrival", "start", "finish", "jct", "scale_factor", "weight", "job_type",
-            "user", "total_steps", "steps", "preemptions", "migrations", "rounds_run",
-            "gpu_seconds", "executed_s", "overhead_s", "isolated_time_s",
-            *(f"time_on_{acc}" for acc in self.gpus),
-        ]
-        return pd.DataFrame(rows, columns=columns)
+        rows = [job_row(j, self.gpus) for j in self.jobs]
+        return pd.DataFrame(rows, columns=job_columns(self.gpus))
 
     def round_dataframe(self) -> pd.DataFrame:
         """One row per round: ``round, start, end, jobs`` (jobs that ran) and, per type,
@@ -247,3 +236,44 @@ class SimulationResult:
                 row[f"busy_gpu_s_{acc}"] = busy.get(acc, 0.0)
             rows.append(row)
         return pd.DataFrame(rows)
+
+
+#: Columns of the per-job table before the ``time_on_<type>`` ones.
+JOB_COLUMNS: tuple[str, ...] = (
+    "job", "arrival", "start", "finish", "jct", "scale_factor", "weight", "job_type",
+    "user", "total_steps", "steps", "preemptions", "migrations", "rounds_run",
+    "gpu_seconds", "executed_s", "overhead_s", "isolated_time_s",
+)
+
+
+def job_columns(gpus: dict[str, int] | list[str]) -> list[str]:
+    """Columns of :meth:`SimulationResult.to_dataframe` for accelerator types ``gpus``."""
+    return [*JOB_COLUMNS, *(f"time_on_{acc}" for acc in gpus)]
+
+
+def job_row(j: JobRecord, gpus: dict[str, int] | list[str]) -> dict[str, Any]:
+    """One row of the per-job table (NaN start/finish/jct for a job that did not start or
+    finish); ``gpus`` names the accelerator types of the ``time_on_<type>`` columns."""
+    row: dict[str, Any] = {
+        "job": j.job,
+        "arrival": j.arrival,
+        "start": math.nan if j.start is None else j.start,
+        "finish": math.nan if j.finish is None else j.finish,
+        "jct": math.nan if j.finish is None else j.finish - j.arrival,
+        "scale_factor": j.scale_factor,
+        "weight": j.weight,
+        "job_type": j.job_type,
+        "user": j.user,
+        "total_steps": j.total_steps,
+        "steps": j.steps,
+        "preemptions": j.preemptions,
+        "migrations": j.migrations,
+        "rounds_run": j.rounds_run,
+        "gpu_seconds": j.gpu_seconds,
+        "executed_s": j.executed_s,
+        "overhead_s": j.overhead_s,
+        "isolated_time_s": j.isolated_time_s,
+    }
+    for acc in gpus:
+        row[f"time_on_{acc}"] = j.time_on.get(acc, 0.0)
+    return row
