@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedlab.check import check
+from schedlab.formulations.shockwave.integral import log_segments
 from schedlab.formulations.shockwave.nash import NashWelfare
 from schedlab.instance import Instance, instance_from_dict
 from schedlab.registry import get_formulation
@@ -105,6 +106,10 @@ CASES = [
 ]
 
 
+def no_extra_rows(model: Any, instance: Instance) -> None:
+    """A user extension that adds nothing: it sends either mode to the Pyomo model."""
+
+
 def oracle(mode: str, oa_tolerance: float = 1e-7) -> NashWelfare:
     form = NashWelfare(mode, predictor="oracle",  # type: ignore[arg-type]
                        oa_tolerance=oa_tolerance)
@@ -112,21 +117,24 @@ def oracle(mode: str, oa_tolerance: float = 1e-7) -> NashWelfare:
     return form
 
 
+@pytest.mark.parametrize("interface", ["matrix", "pyomo"])
 @pytest.mark.parametrize(("jobs", "gpus"), CASES)
 def test_integral_optimum_matches_enumeration(jobs: list[tuple[int, int, int, float]],
-                                              gpus: int) -> None:
+                                              gpus: int, interface: str) -> None:
+    """Both integral models -- the matrix model with the log as an epigraph (default) and
+    the Pyomo model with SOS2 weights (taken when the user extends the formulation) -- reach
+    the enumerated optimum."""
     inst = window(jobs, gpus)
     best, argbest = enumerate_integral(jobs, gpus, 2, 120.0)
-    sol = oracle("integral").solve(inst, SolverOptions(mip_gap=0.0))
+    form = oracle("integral")
+    if interface == "pyomo":
+        form.extend(no_extra_rows)
+    sol = form.solve(inst, SolverOptions(mip_gap=0.0))
     assert sol.status == Status.OPTIMAL
     assert sol.objective == pytest.approx(best, rel=1e-6)
     p = np.array([sol.metrics["planned_epochs"][f"j{i}"] for i in range(len(jobs))])
     assert any(np.allclose(p, q, atol=1e-4) for q in argbest)
     assert sol.bound is not None and sol.bound >= best - 1e-6 * max(1.0, abs(best))
-
-
-def no_extra_rows(model: Any, instance: Instance) -> None:
-    """A user extension that adds nothing: it sends the convex mode to the Pyomo model."""
 
 
 @pytest.mark.parametrize("interface", ["matrix", "pyomo"])
@@ -188,6 +196,37 @@ def test_finish_time_rows_bind() -> None:
     free = with_target(None).solve(inst)
     assert free.metrics["planned_epochs"]["j0"] < 2.0 - 1e-3
     bound = with_target(840.0).solve(inst)
+    assert bound.status == Status.OPTIMAL
+    assert bound.metrics["planned_epochs"]["j0"] >= 2.0 - 1e-6
+
+
+def test_log_epigraph_is_the_interpolation() -> None:
+    """The minimum of the segments' lines equals np.interp through Shockwave's breakpoints
+    (log 0 read as log 1e-6) everywhere on [0, 1], breakpoints included."""
+    base, logs, slopes = log_segments(np.array(BREAKS), 1e-6)
+    q = np.r_[np.linspace(0.0, 1.0, 2001), BREAKS]
+    lines = logs[:, None] + slopes[:, None] * (q[None, :] - base[:, None])
+    np.testing.assert_allclose(lines.min(axis=0), np.interp(q, BREAKS, LOG_BREAKS),
+                               rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="not concave"):
+        log_segments(np.array([0.0, 0.5, 0.6, 1.0]), 0.55)  # log 0 above log 0.5
+
+
+def test_integral_finish_time_rows_infeasible_by_relaxation() -> None:
+    """The case of test_finish_time_rows_bind in the integral mode: FT = 600 asks
+    p_0 >= 3.2 epochs, more than two rounds give (2.4): the LP relaxation is infeasible
+    already, which proves the MILP infeasible.  FT = 840 asks p_0 >= 2: two rounds."""
+    jobs = [(1, 6, 1, 100.0), (1, 4, 0, 200.0)]
+    inst = window(jobs, 1)
+
+    def with_target(target: float) -> NashWelfare:
+        form = NashWelfare("integral", predictor="oracle", finish_time_targets={"j0": target})
+        return form
+
+    infeasible = with_target(600.0).solve(inst)
+    assert infeasible.status == Status.INFEASIBLE
+    assert any("LP relaxation" in d for d in infeasible.diagnostics)
+    bound = with_target(840.0).solve(inst, SolverOptions(mip_gap=0.0))
     assert bound.status == Status.OPTIMAL
     assert bound.metrics["planned_epochs"]["j0"] >= 2.0 - 1e-6
 

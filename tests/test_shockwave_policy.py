@@ -15,6 +15,7 @@ from schedlab.policies.registry import get_policy
 from schedlab.policies.shockwave import Shockwave, momentum_finish_time, relaxed_priorities
 from schedlab.simulator import simulate
 from schedlab.solution import Status
+from schedlab.solvers import SolverOptions
 
 
 def test_momentum_finish_time_by_hand() -> None:
@@ -73,7 +74,7 @@ def test_rerank_matches_brute_force(seed: int) -> None:
                 gangs[j, t] = 1
                 free -= scale[j]
     priority = rng.choice([1.0, 3.0, 50.0], size=n_jobs)
-    placed, result = rerank_rounds(gangs, scale, gpus, priority)
+    placed, result = rerank_rounds(gangs, scale, gpus, priority, SolverOptions(mip_gap=0.0))
     assert result.status is Status.OPTIMAL
     assert (placed.sum(axis=1) == gangs.sum(axis=1)).all()
     assert (scale @ placed <= gpus + 1e-9).all()
@@ -82,6 +83,34 @@ def test_rerank_matches_brute_force(seed: int) -> None:
                 for j in range(n_jobs) if counts[j] > 0)
     assert value == pytest.approx(brute_force_rerank(gangs, scale, gpus, priority),
                                   rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_rerank_default_settings_stay_within_shockwave_gap(seed: int) -> None:
+    """Shockwave's settings (MIP gap 1e-3, started from the input plan): the placement's
+    objective is within 1e-3 of the brute-force optimum, relative to the normalised
+    objective (sum_j pi_j / n_j sum_t t y_jt divided by max_j pi_j / n_j)."""
+    rng = np.random.default_rng(100 + seed)
+    n_jobs, n_rounds, gpus = 4, 4, 3
+    scale = rng.choice([1.0, 2.0], size=n_jobs)
+    gangs = np.zeros((n_jobs, n_rounds))
+    for t in range(n_rounds):  # every job that fits runs: a feasible, full plan
+        free = gpus
+        for j in rng.permutation(n_jobs):
+            if scale[j] <= free:
+                gangs[j, t] = 1
+                free -= scale[j]
+    priority = rng.choice([1.0, 3.0, 50.0], size=n_jobs)
+    placed, result = rerank_rounds(gangs, scale, gpus, priority)
+    assert result.status is Status.OPTIMAL
+    counts = gangs.sum(axis=1)
+    assert (placed.sum(axis=1) == counts).all()
+    assert (scale @ placed <= gpus + 1e-9).all()
+    per_job = np.divide(priority, counts, out=np.zeros(n_jobs), where=counts > 0)
+    value = float(per_job @ (placed @ np.arange(n_rounds)))
+    best = brute_force_rerank(gangs, scale, gpus, priority)
+    assert value >= best - 1e-9
+    assert value - best <= 1e-3 * max(value, 1e-9) * 1.0001 + 1e-9 * per_job.max()
 
 
 def test_fill_idle_gpus_by_hand() -> None:

@@ -73,6 +73,7 @@ import scipy.sparse as sp
 from schedlab.errors import InputError
 from schedlab.formulations.arrays import add_rows, csr_from_entries, linear_expression
 from schedlab.formulations.base import Formulation
+from schedlab.formulations.shockwave import integral
 from schedlab.formulations.shockwave.predictor import (
     PredictorMode,
     remaining_seconds,
@@ -464,23 +465,75 @@ class NashWelfare(Formulation):
             lp = window_lp(data, per_round=False)
             t1 = time.perf_counter()
             solution = self._solve_convex_matrix(data, lp, instance, opts)
+        elif self.mode == "integral" and not self.extensions:
+            data = self.window_data(instance)
+            lp = window_lp(data)
+            t1 = time.perf_counter()
+            solution = self._solve_integral_matrix(data, lp, instance,
+                                                   self._mip_options(opts, instance))
         else:
             model = self.extend_model(self.build(instance), instance)
             t1 = time.perf_counter()
             solver = PersistentSolver(opts)
             if self.mode == "integral":
-                params = instance.params
-                gap = opts.mip_gap if opts.mip_gap is not None else params.mip_gap
-                mip = replace(opts, mip_gap=DEFAULT_MIP_GAP if gap is None else gap,
-                              time_limit_s=(opts.time_limit_s or params.time_limit_s
-                                            or DEFAULT_TIME_LIMIT_S))
-                result = solver.solve(model, mip)
+                result = solver.solve(model, self._mip_options(opts, instance))
                 solution = self._extract_integral(model, instance, result)
             else:
                 solution = self._solve_convex_pyomo(model, instance, solver)
         t2 = time.perf_counter()
         solution.solver = opts.solver
         solution.timings = Timings(build_s=t1 - t0, solve_s=t2 - t1)
+        return solution
+
+    @staticmethod
+    def _mip_options(opts: SolverOptions, instance: Instance) -> SolverOptions:
+        """The integral mode's MIP gap and time limit: the options', else the instance
+        params', else Shockwave's (1e-3, 15 s)."""
+        params = instance.params
+        gap = opts.mip_gap if opts.mip_gap is not None else params.mip_gap
+        return replace(opts, mip_gap=DEFAULT_MIP_GAP if gap is None else gap,
+                       time_limit_s=(opts.time_limit_s or params.time_limit_s
+                                     or DEFAULT_TIME_LIMIT_S))
+
+    def _solve_integral_matrix(self, data: WindowData, lp: WindowLP, instance: Instance,
+                               opts: SolverOptions) -> Solution:
+        """The MILP as one matrix model with the log as an epigraph, started from the LP
+        relaxation's rounded plan (:mod:`~schedlab.formulations.shockwave.integral`)."""
+        model = matrix_model(opts)
+        model.add_columns(lp.lower, lp.upper, lp.cost)
+        model.set_sense("maximize")
+        for block in lp.blocks:
+            rows = block.matrix.shape[0]
+            lower = -math.inf if block.lower is None else block.lower
+            upper = math.inf if block.upper is None else block.upper
+            model.add_rows(np.broadcast_to(np.asarray(lower, dtype=float), (rows,)), upper,
+                           starts=block.matrix.indptr, columns=block.matrix.indices,
+                           values=block.matrix.data)
+        (starts, columns, values), log_upper = integral.pwl_log_epigraph(
+            data.epochs, data.done, lp.p, lp.v, lp.size, np.asarray(LOG_BREAKPOINTS),
+            LOG_ORIGIN)
+        model.add_rows(np.full(len(log_upper), -math.inf), log_upper, starts=starts,
+                       columns=columns, values=values)
+        n, w = lp.x.shape
+
+        def start(relaxed: FloatArray) -> FloatArray:
+            x = np.clip(relaxed[lp.x.reshape(-1)].reshape(n, w), 0.0, 1.0)
+            planned = data.planned_epochs(x.sum(axis=1))
+            finishing = planned >= (data.epochs - data.done) * (1 - 1e-6)
+            gangs = round_gangs(x, data.scale, data.gpus, finishing)
+            whole = data.planned_epochs(gangs.sum(axis=1))
+            return integral.start_values(
+                lp.lower, lp.x, gangs, whole, lp.p, lp.u, lp.z, lp.v, data.remaining_s,
+                data.sec_per_epoch, pwl_log((data.done + whole) / data.epochs))
+
+        result, relaxation = integral.solve_with_start(model, lp.x.reshape(-1), start, opts)
+        x: FloatArray | None = None
+        if result.status.has_solution:
+            chosen = np.asarray(model.values()[lp.x.reshape(-1)], dtype=float)
+            x = np.round(np.clip(chosen, 0.0, 1.0)).reshape(n, w)
+        solution = self._integral_solution(data, instance, result, x)
+        if relaxation is result:
+            solution.diagnostics.append("the LP relaxation is infeasible, so is the MILP")
         return solution
 
     def _solve_convex_pyomo(self, model: pyo.ConcreteModel, instance: Instance,
@@ -595,11 +648,18 @@ class NashWelfare(Formulation):
     def _extract_integral(self, model: pyo.ConcreteModel, instance: Instance,
                           result: SolveResult) -> Solution:
         data: WindowData = model.window
+        x = (np.round(self._x_values(model, data)) if result.status.has_solution else None)
+        return self._integral_solution(data, instance, result, x)
+
+    def _integral_solution(self, data: WindowData, instance: Instance, result: SolveResult,
+                           x: FloatArray | None) -> Solution:
+        """The integral mode's solution from the solver's result and its rounded x (None
+        without a solution): the plan's objective, the solver's bound when it proves
+        something."""
         sol = self._blank(instance, result.status)
-        if not result.status.has_solution:
+        if x is None or not result.status.has_solution:
             sol.diagnostics.append(f"solver: {result.message}")
             return sol
-        x = np.round(self._x_values(model, data))
         self._fill(sol, data, x, x)
         # the plan's objective (p as large as x allows) is >= the solver's incumbent value
         sol.objective = data.objective(x.sum(axis=1), "integral")

@@ -13,8 +13,11 @@ early -- a MILP over binaries y'
     \quad\text{s.t.}\quad \sum_t y'_{jt} = n_j,\qquad \sum_j s_j y'_{jt} \le G .
 
 The objective is divided by max_j pi_j / n_j (the same optimum; Shockwave's priorities reach
-rho^100).  The input plan is feasible, so the MILP always has a solution; if the solver still
-returns none, the input plan is kept (as Shockwave's code does).
+rho^100).  The input plan is feasible, so the MILP always has a solution: it is handed to the
+solver as its first incumbent (a start changes where the search begins, not what it may
+return).  MIP gap 1e-3 and time limit 15 s unless the options set them, as Shockwave's code
+solves this MILP with the window problem's settings.  If the solver still returns no
+solution, the input plan is kept (as Shockwave's code does).
 
 **Idle-GPU fill** (:func:`fill_idle_gpus`, after every solve): in each round, the jobs the plan
 leaves out are taken by descending predicted remaining seconds Rem_j (ties: job order), each
@@ -22,6 +25,8 @@ when its gang fits in the GPUs still idle, until none is idle.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +36,9 @@ from schedlab.solvers import SolveResult, SolverOptions
 from schedlab.solvers.matrix import matrix_model
 
 FloatArray = npt.NDArray[np.float64]
+#: Shockwave's solver settings for the re-placement MILP (those of its window problem).
+RERANK_MIP_GAP = 1e-3
+RERANK_TIME_LIMIT_S = 15.0
 
 
 def rerank_rounds(gangs: FloatArray, scale: FloatArray, gpus: int, priority: FloatArray,
@@ -42,7 +50,7 @@ def rerank_rounds(gangs: FloatArray, scale: FloatArray, gpus: int, priority: Flo
         scale: s_j, GPUs per gang.
         gpus: G.
         priority: pi_j > 0.
-        options: solver options (time limit, MIP gap).
+        options: solver options (time limit, MIP gap; default 15 s and 1e-3).
 
     Returns:
         (the re-placed y', the solve's result); y' is ``gangs`` itself when the solve found no
@@ -59,7 +67,10 @@ def rerank_rounds(gangs: FloatArray, scale: FloatArray, gpus: int, priority: Flo
     top = float(cost.max()) if cost.size else 0.0
     if top > 0:
         cost = cost / top
-    model = matrix_model(options)
+    opts = options or SolverOptions()
+    opts = replace(opts, mip_gap=RERANK_MIP_GAP if opts.mip_gap is None else opts.mip_gap,
+                   time_limit_s=opts.time_limit_s or RERANK_TIME_LIMIT_S)
+    model = matrix_model(opts)
     model.add_columns(np.zeros(n_jobs * n_rounds), np.ones(n_jobs * n_rounds), cost,
                       integer=True)
     cols = np.arange(n_jobs * n_rounds, dtype=np.int64)
@@ -72,6 +83,7 @@ def rerank_rounds(gangs: FloatArray, scale: FloatArray, gpus: int, priority: Flo
     model.add_rows(np.full(n_rounds, -np.inf), np.full(n_rounds, float(gpus)),
                    starts=np.arange(0, n_jobs * n_rounds + 1, n_jobs), columns=by_round,
                    values=gang.T.reshape(-1))
+    model.set_start(y.reshape(-1))
     result = model.solve()
     if not result.status.has_solution:
         return y, result
