@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -383,3 +384,46 @@ def test_reference_and_picker_agree_on_a_fragmented_pool() -> None:
         reference = ReferenceRoundMechanism(instance, allocation)
         assert_same_rounds(fast, reference, 30)
     assert pick_gpu_ids({0, 1, 3, 4, 5}, 3, 8, None) == [3, 4, 5]
+
+
+def reference_place(count: int, gangs: list[int], previous: list[list[int] | None],
+                    per_node: int | None) -> list[list[int]]:
+    """The reference's GPU-id step for one pool: sticky ids when all free, then the others,
+    largest gang first, each by :func:`pick_gpu_ids`."""
+    free = set(range(count))
+    out: list[list[int]] = [[] for _ in gangs]
+    for i, (size, ids) in enumerate(zip(gangs, previous, strict=True)):
+        if ids is not None and len(ids) == size and free.issuperset(ids):
+            out[i] = ids
+            free.difference_update(ids)
+    rest = sorted((i for i, ids in enumerate(out) if not ids), key=lambda i: -gangs[i])
+    for i in rest:
+        out[i] = pick_gpu_ids(free, gangs[i], count, per_node)
+        free.difference_update(out[i])
+    return out
+
+
+@pytest.mark.parametrize("per_node", [None, 4])
+def test_placers_match_pick_gpu_ids_on_fragmented_pools(per_node: int | None) -> None:
+    """Random pools of 8-64 GPUs, gangs of 1-8 filling them, half with previous ids (some
+    clashing, some out of range): the placer the mechanism uses gives the reference's ids,
+    runs, lowest-id fallbacks and node choices included."""
+    from schedlab.formulations.gavel.rounds import _placer
+
+    rng = np.random.default_rng(5)
+    for _ in range(400):
+        count = int(rng.integers(8, 65))
+        gangs: list[int] = []
+        while sum(gangs) < count * 0.9:
+            gangs.append(int(rng.choice([1, 1, 2, 3, 4, 8])))
+        while sum(gangs) > count:
+            gangs.pop()
+        previous: list[list[int] | None] = []
+        for size in gangs:
+            if rng.random() < 0.5:
+                start = int(rng.integers(0, count + 2))
+                previous.append(list(range(start, start + size)))
+            else:
+                previous.append(None)
+        expected = reference_place(count, gangs, previous, per_node)
+        assert _placer(count, per_node).place(gangs, previous) == expected
