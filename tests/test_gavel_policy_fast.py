@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 from schedlab.formulations.gavel.data import GavelData, allocation_arrays, gavel_data
+from schedlab.formulations.gavel.hierarchical import Hierarchical
 from schedlab.formulations.gavel.models import GavelMethod
 from schedlab.instance import Instance, instance_from_dict
 from schedlab.policies import gavel_job_lp
@@ -31,11 +32,13 @@ from schedlab.workloads.gavel import generate_gavel_instance
 FAST = ("gavel.max_sum_throughput", "gavel.max_sum_throughput_agnostic",
         "gavel.max_sum_throughput_normalized", "gavel.min_cost", "gavel.min_cost_normalized",
         "gavel.min_makespan", "gavel.min_makespan_agnostic", "gavel.finish_time_fairness",
-        "gavel.finish_time_fairness_agnostic")
+        "gavel.finish_time_fairness_agnostic", "gavel.hierarchical",
+        "gavel.hierarchical_agnostic")
 
 #: relative agreement of two objectives: the LPs' optima (1e-6), finish-time fairness's two
 #: searches each within its relative tolerance 1e-6 of the optimum (so 2e-6 apart at most)
-TOLERANCE = {"gavel.finish_time_fairness": 3e-6, "gavel.finish_time_fairness_agnostic": 3e-6}
+TOLERANCE = {"gavel.finish_time_fairness": 3e-6, "gavel.finish_time_fairness_agnostic": 3e-6,
+             "gavel.hierarchical": 2e-5, "gavel.hierarchical_agnostic": 2e-5}
 
 
 def snapshot(instance: Instance, now: float = 0.0) -> ClusterState:
@@ -175,6 +178,7 @@ class ReferenceCheck(GavelPolicy):
     def __init__(self, formulation: str) -> None:
         super().__init__(formulation)
         self.pairs: list[tuple[float, float, float, float]] = []
+        self.values: list[tuple[np.ndarray, np.ndarray]] = []
 
     def _solve(self, state: ClusterState) -> None:
         super()._solve(state)
@@ -190,6 +194,10 @@ class ReferenceCheck(GavelPolicy):
                        if self.fast_path == "makespan" else reference.objective)
         self.pairs.append((self.last_objective, reference.objective,
                            form.objective_value(data, x, y), independent))
+        if self.fast_path == "water_filling":  # the water-filling levels are unique
+            x_ref, _ = allocation_arrays(data, reference.allocation)
+            self.values.append((Hierarchical._values(data, x, y),
+                                Hierarchical._values(data, x_ref, y)))
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -214,6 +222,8 @@ def test_every_decision_reaches_the_reference_objective(name: str, seed: int, jo
             assert reference >= independent * (1 - 1e-7)
         else:
             assert fast == pytest.approx(reference, rel=rel, abs=1e-9)
+    for fast_values, reference_values in policy.values:  # v_j of every job: the same levels
+        assert fast_values == pytest.approx(reference_values, rel=1e-5, abs=1e-7)
 
 
 def test_class_split_equals_the_per_job_optimum_for_identical_jobs() -> None:

@@ -323,7 +323,7 @@ def test_every_gavel_formulation_is_a_policy() -> None:
         policy = get_policy(name)
         assert isinstance(policy, GavelPolicy) and policy.path == "array"
         assert policy.name == name
-    assert get_policy("gavel.hierarchical").path == "generic"  # type: ignore[attr-defined]
+    assert get_policy("gavel.hierarchical_fifo").path == "generic"  # type: ignore[attr-defined]
 
 
 def test_unknown_names_are_clear_errors() -> None:
@@ -335,7 +335,7 @@ def test_unknown_names_are_clear_errors() -> None:
     with pytest.raises(InputError, match="not a Gavel formulation"):
         GavelPolicy("saturn.time_indexed")
     with pytest.raises(InputError, match="no array path"):
-        GavelPolicy("gavel.hierarchical", method="array")
+        GavelPolicy("gavel.hierarchical_fifo", method="array")
     with pytest.raises(InputError, match="resolve_every"):
         GavelPolicy(resolve_every=0)
 

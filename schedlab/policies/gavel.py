@@ -42,12 +42,17 @@ Two paths compute X:
     leaving ones are retired in place, the per-job coefficients are changed in place;
     finish-time fairness searches min max rho from the last decision's value with
     Dinkelbach-type steps instead of plain bisection (same bracket, test and tolerance).
+  - ``gavel.hierarchical`` (and ``_agnostic``; fairness inside entities): the same per-job
+    model with floor rows (:mod:`schedlab.policies.gavel_water_filling`): the reference's
+    water-filling levels and floors, with each level's bottlenecks found by a few
+    sum-of-values LPs instead of one LP per group.
 
   Every array path reaches the reference model's optimum (``tests/test_gavel_policy_fast.py``
   checks every decision of simulated runs); where that optimum is not unique (identical jobs,
   degenerate LPs) the allocation can be another optimal one, so per-job JCTs can differ from
   the generic path's (``docs/simulator.md``, "Gavel policies at simulator speed").
-* **generic** (``method="generic"``, and hierarchical and the other space-sharing variants):
+* **generic** (``method="generic"``, ``gavel.hierarchical_fifo`` and the space-sharing
+  variants other than max-min fairness's):
   an :class:`~schedlab.instance.Instance` of the active jobs is built (remaining steps,
   ``time_in_system_s`` = now - arrival, ``isolated_time_s`` = steps done / T_iso, entity = the
   job's ``user``) and solved with the formulation's own ``solve`` -- the reference model,
@@ -67,6 +72,7 @@ import numpy.typing as npt
 from schedlab.errors import InputError, SolverError, UnknownNameError
 from schedlab.formulations.gavel import models as gavel_formulations
 from schedlab.formulations.gavel.data import GavelData, isolated_share
+from schedlab.formulations.gavel.hierarchical import Hierarchical
 from schedlab.formulations.gavel.rounds import (
     GavelRoundState,
     PriorityCandidates,
@@ -76,6 +82,7 @@ from schedlab.instance import Cluster, Instance, Job, Params
 from schedlab.policies.base import Policy
 from schedlab.policies.gavel_class_lp import MaxMinClassLP, SumThroughputClassLP
 from schedlab.policies.gavel_job_lp import FinishTimeSearch, MakespanLP
+from schedlab.policies.gavel_water_filling import WaterFilling
 from schedlab.policies.state import Assignment, ClusterState, JobState
 from schedlab.registry import formulations
 from schedlab.solvers import LpMethod, SolverOptions
@@ -92,7 +99,7 @@ _job_id = attrgetter("id")
 
 #: The persistent model an array path keeps: the class LPs of max-min fairness and of the
 #: sum of throughputs, the per-job LPs of min makespan and finish-time fairness.
-FastPath = Literal["max_min", "sum_throughput", "makespan", "finish_time"]
+FastPath = Literal["max_min", "sum_throughput", "makespan", "finish_time", "water_filling"]
 
 
 def fast_path_of(cls: type, kwargs: dict[str, Any]) -> FastPath | None:
@@ -110,6 +117,8 @@ def fast_path_of(cls: type, kwargs: dict[str, Any]) -> FastPath | None:
         return "makespan"
     if issubclass(cls, gavel_formulations.FinishTimeFairness):
         return "finish_time"
+    if issubclass(cls, Hierarchical) and kwargs.get("within") in (None, "fairness"):
+        return "water_filling"
     return None
 
 
@@ -229,7 +238,7 @@ class GavelPolicy(Policy):
         self.gpus = np.array([cluster.accelerators[k].count for k in self.types], dtype=float)
         self._free = [int(n) for n in self.gpus]
         self._lp: MaxMinClassLP | None = None
-        self._job_lp: MakespanLP | FinishTimeSearch | None = None
+        self._job_lp: MakespanLP | FinishTimeSearch | WaterFilling | None = None
         form = self._form
         if self.fast_path == "max_min":
             self._lp = MaxMinClassLP(self.types, self.gpus,
@@ -250,6 +259,10 @@ class GavelPolicy(Policy):
         elif self.fast_path == "finish_time":
             assert isinstance(form, gavel_formulations.FinishTimeFairness)
             self._job_lp = FinishTimeSearch(form, self.types, self.gpus, options=self.options)
+        elif self.fast_path == "water_filling":
+            self._job_lp = WaterFilling(self.types, self.gpus,
+                                        heterogeneity_aware=self.heterogeneity_aware,
+                                        options=self.options)
         size = 64
         num_types = len(self.types)
         self._slot_of: dict[str, int] = {}
@@ -284,6 +297,11 @@ class GavelPolicy(Policy):
         self._isolated_s = {}
         self._isolated_prev = {}
         self._fairness_tolerance = Params().fairness_tolerance
+        # the same accumulation per slot, for the array path (_advance_isolated_arrays)
+        self._iso_time = np.zeros(size)
+        self._iso_prev_remaining = np.zeros(size)
+        self._iso_prev_thr = np.zeros(size)
+        self._iso_prev_seen = np.zeros(size, dtype=bool)
 
     def _grow(self, need: int) -> None:
         size = len(self._arrival)
@@ -294,6 +312,9 @@ class GavelPolicy(Policy):
         self._arrival = np.concatenate([self._arrival, np.zeros(extra)])
         self._gang = np.concatenate([self._gang, np.zeros(extra, dtype=np.int64)])
         self._weight = np.concatenate([self._weight, np.ones(extra)])
+        for attr in ("_iso_time", "_iso_prev_remaining", "_iso_prev_thr"):
+            setattr(self, attr, np.concatenate([getattr(self, attr), np.zeros(extra)]))
+        self._iso_prev_seen = np.concatenate([self._iso_prev_seen, np.zeros(extra, dtype=bool)])
         for attr in ("_runnable", "_received", "_target", "_thr"):
             old = getattr(self, attr)
             setattr(self, attr, np.concatenate(
@@ -510,8 +531,7 @@ class GavelPolicy(Policy):
             pair_throughput=np.zeros((0, len(self.types), 2)),
             pair_allowed=np.zeros((0, len(self.types)), dtype=bool),
             time_in_system=np.maximum(now - self._arrival[rows], 0.0),
-            isolated_time=np.array([self._isolated_s.get(job_id, 0.0)
-                                    for job_id in self._ids]),
+            isolated_time=self._isolated_times(),
         )
 
     def _solve_per_job(self, state: ClusterState) -> None:
@@ -523,7 +543,7 @@ class GavelPolicy(Policy):
         self._candidates = None
         self._pairs = []
         if isinstance(job_lp, FinishTimeSearch):  # only finish-time fairness reads it
-            self._advance_isolated_time(state)
+            self._advance_isolated_arrays(state)
         stuck = np.flatnonzero(~self._runnable[rows].any(axis=1))
         if len(stuck):
             js = state.active[int(stuck[0])]
@@ -536,6 +556,8 @@ class GavelPolicy(Policy):
         try:
             if isinstance(job_lp, FinishTimeSearch):
                 value, x = job_lp.solve(keys, data, self._fairness_tolerance)
+            elif isinstance(job_lp, WaterFilling):
+                value, x = job_lp.solve(keys, data, self._group_weights(state))
             else:
                 value, x = job_lp.solve(keys, data)
         except SolverError as exc:
@@ -543,6 +565,19 @@ class GavelPolicy(Policy):
             return
         self.last_objective = value
         self._target[rows] = x
+
+    def _group_weights(self, state: ClusterState) -> FloatArray:
+        """omega_j = W_e w_j / sum of w_i over the active jobs of j's entity e (the job's
+        ``user``; a job without one is its own entity; W_e = 1, as the instance the reference
+        builds has no entity weights): the hierarchical policy's group weights with fairness
+        inside entities (:meth:`~schedlab.formulations.gavel.hierarchical.Hierarchical.groups`).
+        """
+        totals: dict[str, float] = {}
+        for js in state.active:
+            if js.user is not None:
+                totals[js.user] = totals.get(js.user, 0.0) + js.weight
+        return np.array([1.0 if js.user is None else js.weight / totals[js.user]
+                         for js in state.active])
 
     def _fall_back(self, state: ClusterState, reason: str) -> None:
         """A solve that found no allocation: count it, say so, and run the round on priority
@@ -572,6 +607,35 @@ class GavelPolicy(Policy):
                                                                              len(types))
         iso = (thr * share).sum(axis=1)
         return {js.id: float(v) for js, v in zip(active, iso, strict=True)}
+
+    def _advance_isolated_arrays(self, state: ClusterState) -> None:
+        """:meth:`_advance_isolated_time` on the per-slot arrays, vectorized (the same
+        operations per job: T_iso from :func:`isolated_share` of the active jobs, then
+        t_iso += (remaining then - now) / T_iso then for jobs of the previous decision)."""
+        rows = self._rows
+        remaining = np.array([js.total_steps - min(js.steps_done, js.total_steps)
+                              for js in state.active])
+        iso = (self._thr[rows] * isolated_share(self.gpus, self._gang[rows].astype(float))
+               ).sum(axis=1)
+        got = self._iso_time[rows]
+        before = self._iso_prev_seen[rows] & (self._iso_prev_thr[rows] > 0)
+        if before.any():
+            earlier = rows[before]
+            got[before] += ((self._iso_prev_remaining[earlier] - remaining[before])
+                            / self._iso_prev_thr[earlier])
+        self._iso_time[rows] = got
+        self._iso_prev_remaining[rows] = remaining
+        self._iso_prev_thr[rows] = iso
+        self._iso_prev_seen[:] = False
+        self._iso_prev_seen[rows] = True
+
+    def _isolated_times(self) -> FloatArray:
+        """t_iso of the active jobs (rows in arrival order) as of the last decision: the
+        arrays on finish-time fairness's array path, else Gavel's accumulation in
+        ``_isolated_s`` (0 for a job no decision has seen)."""
+        if isinstance(getattr(self, "_job_lp", None), FinishTimeSearch):
+            return self._iso_time[self._rows].copy()
+        return np.array([self._isolated_s.get(job_id, 0.0) for job_id in self._ids])
 
     def _advance_isolated_time(self, state: ClusterState) -> None:
         """Gavel's cumulative isolated time, updated once per decision (its
@@ -605,8 +669,11 @@ class GavelPolicy(Policy):
         """
         active = state.active
         ids = {js.id for js in active}
+        isolated = (self._isolated_times()
+                    if getattr(self, "_ids", None) == [js.id for js in active]
+                    else [self._isolated_s.get(js.id, 0.0) for js in active])
         jobs = []
-        for js in active:
+        for i, js in enumerate(active):
             coloc = None
             if js.colocated_throughput:
                 coloc = {o: dict(v) for o, v in js.colocated_throughput.items() if o in ids}
@@ -622,7 +689,7 @@ class GavelPolicy(Policy):
                 colocated_throughput=coloc or None,
                 entity=js.user,
                 time_in_system_s=max(state.now - js.arrival, 0.0),
-                isolated_time_s=self._isolated_s.get(js.id, 0.0),
+                isolated_time_s=isolated[i],
                 user=js.user,
             ))
         return Instance(name=f"{self.formulation}@{state.now:.6g}s", cluster=state.cluster,

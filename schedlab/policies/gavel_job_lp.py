@@ -65,14 +65,21 @@ class JobLeadLP:
     """
 
     def __init__(self, types: list[str], gpus: FloatArray, *, heterogeneity_aware: bool = True,
-                 v_lower: float = 0.0, v_upper: float = np.inf,
+                 v_lower: float = 0.0, v_upper: float = np.inf, floor_rows: bool = False,
                  options: SolverOptions | None = None) -> None:
+        self.floor_rows = floor_rows
         self.types = types
         self.gpus = np.asarray(gpus, dtype=float)
         self.aware = heterogeneity_aware
         self.v_lower = v_lower
         self.v_upper = v_upper
-        self.options = replace(options or SolverOptions(), time_limit_s=None)
+        opts = replace(options or SolverOptions(), time_limit_s=None)
+        if opts.solver == "highs" and "simplex_strategy" not in opts.extra:
+            # primal simplex: every decision changes a column of coefficients (c_j), after
+            # which HiGHS' primal simplex re-solved trace-1000's LPs in about half the time
+            # of its dual simplex (same optima)
+            opts = replace(opts, extra={**opts.extra, "simplex_strategy": 4})
+        self.options = opts
         self._slot_of: dict[Hashable, int] = {}
         self._reset_model()
 
@@ -85,6 +92,10 @@ class JobLeadLP:
         self.model = model
         self._share_row = np.zeros(0, dtype=np.int64)  # per slot
         self._lead_row = np.zeros(0, dtype=np.int64)
+        self._floor_row = np.zeros(0, dtype=np.int64)  # per slot, with ``floor_rows``
+        self._floor = np.zeros(0)  # the floor rows' lower bounds, per slot
+        self._col_thr = np.zeros(0)  # thr_j per unit of each X column
+        self._cost = np.ones(1)  # objective coefficient of every column (v first: 1)
         self._lead = np.zeros(0)  # c_j in the model, per slot
         self._upper = np.zeros(0)  # the lead row's upper bound, per slot
         self._alive = np.zeros(0, dtype=bool)
@@ -100,13 +111,16 @@ class JobLeadLP:
         if n == 0:
             return
         first_slot = len(self._alive)
-        rows = model.add_rows(np.full(2 * n, -np.inf), np.tile([1.0, 0.0], n))
-        share, lead = rows[0::2], rows[1::2]
+        per = 3 if self.floor_rows else 2
+        rows = model.add_rows(np.full(per * n, -np.inf), np.tile([1.0, 0.0, np.inf][:per], n))
+        share, lead = rows[0::per], rows[1::per]
+        floor = rows[2::per] if self.floor_rows else np.zeros(0, dtype=np.int64)
         allowed = (thr > 0) & (scales[:, None] <= self.gpus[None, :])
         starts = [0]
         index: list[float] = []
         values: list[float] = []
         col_slot: list[int] = []
+        col_thr: list[float] = []
         directions: list[FloatArray] = []
         first_col = model.num_columns
         slot_cols: list[IntArray] = []
@@ -118,6 +132,10 @@ class JobLeadLP:
                 for k in ks.tolist():
                     index += [k, share[i], lead[i]]
                     values += [scales[i], 1.0, -thr[i, k]]
+                    if self.floor_rows:
+                        index.append(floor[i])
+                        values.append(thr[i, k])
+                    col_thr.append(float(thr[i, k]))
                     starts.append(len(index))
                     col_slot.append(slot)
                     directions.append(np.eye(num_types)[k])
@@ -127,8 +145,12 @@ class JobLeadLP:
                 direction = np.zeros(num_types)
                 direction[ks] = self.gpus[ks] / pool
                 index += [*ks.tolist(), share[i], lead[i]]
-                values += [*(scales[i] * direction[ks]).tolist(), 1.0,
-                           -float((thr[i] * direction).sum())]
+                rate = float((thr[i] * direction).sum())
+                values += [*(scales[i] * direction[ks]).tolist(), 1.0, -rate]
+                if self.floor_rows:
+                    index.append(floor[i])
+                    values.append(rate)
+                col_thr.append(rate)
                 starts.append(len(index))
                 col_slot.append(slot)
                 directions.append(direction)
@@ -143,6 +165,10 @@ class JobLeadLP:
                               values=values)
         self._share_row = np.concatenate([self._share_row, share])
         self._lead_row = np.concatenate([self._lead_row, lead])
+        self._floor_row = np.concatenate([self._floor_row, floor])
+        self._floor = np.concatenate([self._floor, np.full(n, -np.inf)])
+        self._col_thr = np.concatenate([self._col_thr, np.asarray(col_thr, dtype=float)])
+        self._cost = np.concatenate([self._cost, np.zeros(width)])
         self._lead = np.concatenate([self._lead, np.zeros(n)])
         self._upper = np.concatenate([self._upper, np.zeros(n)])
         self._alive = np.concatenate([self._alive, np.ones(n, dtype=bool)])
@@ -158,8 +184,12 @@ class JobLeadLP:
         cols = np.concatenate([self._slot_cols[s] for s in slots])
         if len(cols):
             self.model.set_column_bounds(cols, 0.0, 0.0)
-        rows = np.concatenate([self._share_row[slots], self._lead_row[slots]])
+        rows = np.concatenate([self._share_row[slots], self._lead_row[slots],
+                               self._floor_row[slots] if self.floor_rows else []]
+                              ).astype(np.int64)
         self.model.set_row_bounds(rows, -np.inf, np.inf)
+        if len(cols):
+            self.set_column_costs(cols, np.zeros(len(cols)))
         self._alive[slots] = False
 
     def sync(self, keys: Sequence[Hashable], scales: FloatArray, thr: FloatArray) -> IntArray:
@@ -208,6 +238,29 @@ class JobLeadLP:
             if len(moved):
                 self.model.set_row_bounds(self._lead_row[slots[moved]], -np.inf, upper[moved])
                 self._upper[slots[moved]] = upper[moved]
+
+    def set_floor(self, slots: IntArray, lower: FloatArray) -> None:
+        """Lower bounds of the floor rows thr_j(X) >= lower_j (``floor_rows`` only)."""
+        lower = np.asarray(lower, dtype=float)
+        moved = np.flatnonzero(self._floor[slots] != lower)
+        if len(moved):
+            self.model.set_row_bounds(self._floor_row[slots[moved]], lower[moved], np.inf)
+            self._floor[slots[moved]] = lower[moved]
+
+    def set_column_costs(self, columns: IntArray, costs: FloatArray) -> None:
+        """Objective coefficients of the given columns (0 is v); only changes are sent."""
+        changed = np.flatnonzero(self._cost[columns] != costs)
+        if len(changed):
+            self.model.set_costs(columns[changed], costs[changed])
+            self._cost[columns[changed]] = costs[changed]
+
+    def set_objective(self, slots: IntArray, thr_weight: FloatArray, v_cost: float) -> None:
+        """Objective v_cost v + sum_j thr_weight_j thr_j(X) over the given slots (every other
+        column's cost 0)."""
+        weight = np.zeros(len(self._alive))
+        weight[slots] = thr_weight
+        costs = np.concatenate([[v_cost], weight[self._col_slot] * self._col_thr])
+        self.set_column_costs(np.arange(len(costs), dtype=np.int64), costs)
 
     # solve ----------------------------------------------------------------------------------
     def solve(self, slots: IntArray) -> tuple[float, FloatArray]:
