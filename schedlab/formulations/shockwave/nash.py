@@ -31,10 +31,14 @@ Rows: sum_j s_j x[j,t] <= G (each round); d_j p_j <= L sum_t x[j,t] (each job). 
   x[j,t], the loop runs on the per-round Pyomo model of :meth:`NashWelfare.build` instead
   (its rows made from the same arrays, plus the user's).
 * **integral** (``mode="integral"``, Shockwave's default): v_j = the piecewise-linear log
-  through the breakpoints b = 0, .2, .4, .6, .8, 1 (log 0 read as log 1e-6), as an SOS2 of
-  weights lambda (sum lambda = 1, sum lambda_i b_i = q_j, lambda_i <= y_{i-1} + y_i for
-  segment binaries y with sum y = 1).  MIP gap 1e-3 and time limit 15 s unless the options or
-  the instance's params set them.
+  through the breakpoints b = 0, .2, .4, .6, .8, 1 (log 0 read as log 1e-6).  :meth:`build`
+  writes it as an SOS2 of weights lambda (sum lambda = 1, sum lambda_i b_i = q_j,
+  lambda_i <= y_{i-1} + y_i for segment binaries y with sum y = 1); :meth:`solve` uses that
+  Pyomo model only with user constraints, and otherwise one matrix model with the log as its
+  concave epigraph (the same optimum), started from the LP relaxation's rounded plan
+  (:mod:`~schedlab.formulations.shockwave.integral`).  MIP gap 1e-3 and time limit 15 s
+  (Shockwave's ``solver_rel_gap`` and ``solver_timeout``) unless the options or the
+  instance's params set them.
 
 **Finish-time fairness rows** (off unless ``finish_time_targets`` are given): with
 phi = min(1, G / J), now = ``params.now_s`` (Shockwave's L r) and FT_j the target of job j,
