@@ -93,6 +93,8 @@ from schedlab.formulations.saturn.data import (
     saturn_data,
     weighted_completion,
 )
+from schedlab.formulations.saturn.list_search import list_search
+from schedlab.formulations.saturn.list_search import warm_up as warm_up_list_search
 from schedlab.formulations.saturn.model_arrays import DisjunctiveColumns, StartGrid, with_column
 from schedlab.formulations.saturn.nodes import benders_applicable, benders_makespan, warm_up
 from schedlab.instance import Instance
@@ -250,7 +252,7 @@ class TimeIndexed(SaturnMilp):
         dominance: bool = True,
         slot_s: float | None = None,
         max_slots: int = 48,
-        start_tries: int = 200,
+        start_tries: int | None = None,
         target_gap: float = 1e-4,
         bound_share: float = 0.15,
         incumbent_share: float = 0.5,
@@ -259,13 +261,19 @@ class TimeIndexed(SaturnMilp):
         benders: bool = True,
         benders_incumbent_share: float = 0.05,
         benders_polish_share: float = 0.02,
-        benders_max_jobs_per_node: float = 16,
+        benders_max_jobs_per_node: float = 12,
         benders_max_jobs_one_node: int = 8,
+        list_search: bool = True,
+        list_search_share: float = 0.9,
+        list_search_restarts: int | None = None,
+        stop_gap: float = 0.0,
     ) -> None:
         super().__init__(objective, dominance)
         if not 0 <= target_gap < 1:
             raise InputError(f"target_gap must be in [0, 1) (got {target_gap!r})",
                              field="target_gap")
+        if not 0 <= stop_gap < 1:
+            raise InputError(f"stop_gap must be in [0, 1) (got {stop_gap!r})", field="stop_gap")
         self.slot_s = slot_s
         self.max_slots = max_slots
         self.start_tries = start_tries
@@ -279,6 +287,16 @@ class TimeIndexed(SaturnMilp):
         self.benders_polish_share = benders_polish_share
         self.benders_max_jobs_per_node = benders_max_jobs_per_node
         self.benders_max_jobs_one_node = benders_max_jobs_one_node
+        self.list_search = list_search
+        self.list_search_share = list_search_share
+        self.list_search_restarts = list_search_restarts
+        self.stop_gap = stop_gap
+
+    @property
+    def stop_at_gap(self) -> float:
+        """The gap at which the phases stop: max(``target_gap``, ``stop_gap``).  Only a gap
+        <= ``target_gap`` makes the status ``optimal``."""
+        return max(self.target_gap, self.stop_gap)
 
     def grid(self, data: SaturnData) -> tuple[float, dict[tuple[int, int], int], list[Placement]]:
         """(slot length delta s, slots p[j,o], greedy placements on the grid)."""
@@ -310,7 +328,12 @@ class TimeIndexed(SaturnMilp):
                 for j, opts in enumerate(data.options)
             ],
         )
-        return delta, slots, best_list_schedule(grid_data, self.start_tries)
+        tries = self.start_tries
+        if tries is None:
+            # the greedy start plus random list schedules in Python (~0.3 s per try at 32
+            # jobs on a loaded machine); the compiled list search makes better ones later
+            tries = 10 if self.list_search and self.objective == "makespan" else 200
+        return delta, slots, best_list_schedule(grid_data, tries)
 
     def build(self, instance: Instance) -> pyo.ConcreteModel:
         data = self.data(instance)
@@ -484,7 +507,12 @@ class TimeIndexed(SaturnMilp):
         2. the grid model (rounded-up runtimes, MIP start = greedy grid schedule, C floored at
            the phase-1 bound) for at most ``incumbent_share`` of what is left, then the exact
            left-shifted schedule,
-        3. unless the grid is exact or the gap already <= ``target_gap``: with identical
+        2b. (makespan, no extra constraints, ``list_search`` on; unless the exact grid model
+           proved its optimum) the compiled list search (:mod:`saturn.list_search`, a
+           heuristic) from that schedule for ``list_search_share`` of the time left
+           (:meth:`_list_search_phase`); the grid model and the polish of phase 2 then get the
+           short shares ``benders_incumbent_share`` / ``benders_polish_share``,
+        3. unless the grid is exact or the gap already <= :attr:`stop_at_gap`: with identical
            nodes, one release time and at most ``benders_max_jobs_per_node`` jobs per
            node (:meth:`_use_benders`), the logic-based Benders
            decomposition of :mod:`saturn_nodes` until the limit (exact in continuous time: its
@@ -497,7 +525,9 @@ class TimeIndexed(SaturnMilp):
         ``bound`` is the best valid bound of the exact problem; ``status`` is ``optimal`` only
         when the exact makespan meets it within ``target_gap`` (relative, default 1e-4 as a MIP
         solver's optimality tolerance; ``gap`` gives the value), ``time_limit`` when a phase
-        was cut short by the limit, else ``feasible``.
+        was cut short by the limit, else ``feasible``.  ``stop_gap`` (e.g. 0.01) ends the
+        phases once the gap is within it; the status is then ``feasible`` unless the gap is
+        also within ``target_gap``.
         """
         opts = replace(options or SolverOptions(), warm_start=True)
         if opts.solver == "highs" and "presolve" not in opts.extra:
@@ -506,8 +536,13 @@ class TimeIndexed(SaturnMilp):
             opts = replace(opts, extra={**opts.extra, "presolve": "off"})
         data = self.data(instance)
         benders_on = self._use_benders(data, opts)
+        # the list search makes the incumbents: the grid model and its polish then get the
+        # short shares of the Benders path
+        list_on = self.list_search and self.objective == "makespan" and not self.extensions
         if benders_on:
             warm_up()  # a one-time compile is not part of the time limit
+        if list_on:
+            warm_up_list_search()
         t0 = time.perf_counter()
         limit = opts.time_limit_s
         deadline = None if limit is None else t0 + limit
@@ -525,7 +560,7 @@ class TimeIndexed(SaturnMilp):
             left = deadline - t1
             exact_grid = grid_is_exact(data, delta)
             share = 1.0 if exact_grid or self.objective != "makespan" else (
-                self.benders_incumbent_share if benders_on else self.incumbent_share)
+                self.benders_incumbent_share if benders_on or list_on else self.incumbent_share)
             main_opts = replace(opts, time_limit_s=max(0.1, share * left))
         result = PersistentSolver(main_opts).solve(m)
         if result.status.has_solution:
@@ -539,7 +574,7 @@ class TimeIndexed(SaturnMilp):
         milp_makespan = makespan(to_schedule(data, left_shift(data, placed)))
         if self.objective == "makespan" and self.polish_moves > 0 and not self.extensions and (
                 milp_makespan - bound_s > self.target_gap * milp_makespan):
-            share = self.benders_polish_share if benders_on else self.polish_share
+            share = self.benders_polish_share if benders_on or list_on else self.polish_share
             budget = math.inf if deadline is None else share * (limit or 0.0)
             placed = local_search(data, left_shift(data, placed), budget,
                                   max_moves=self.polish_moves)
@@ -549,13 +584,18 @@ class TimeIndexed(SaturnMilp):
         benders_notes: list[str] = []
         phase1_bound = bound_s
         cut_short = result.status == Status.TIME_LIMIT
+        proven_on_grid = grid_is_exact(data, delta) and result.status == Status.OPTIMAL
+        if list_on and not proven_on_grid:
+            placed, list_metrics = self._list_search_phase(data, placed, bound_s, t0, deadline,
+                                                           benders_on)
+            benders_metrics.update(list_metrics)
         if benders_on and not grid_is_exact(data, delta):
             polished = makespan(to_schedule(data, left_shift(data, placed)))
-            if polished - bound_s > self.target_gap * polished:
+            if polished - bound_s > self.stop_at_gap * polished:
                 budget_end = deadline if deadline is not None else (
                     time.perf_counter() + max(1.0, time.perf_counter() - t0))
                 benders = benders_makespan(data, floor=bound_s, upper=polished,
-                                           deadline=budget_end, target_gap=self.target_gap,
+                                           deadline=budget_end, target_gap=self.stop_at_gap,
                                            start=placed, options=opts)
                 use = benders.placements is not None and benders.makespan < polished - 1e-9
                 if use and benders.placements is not None:
@@ -622,15 +662,52 @@ class TimeIndexed(SaturnMilp):
         )
         return solution
 
+    def _list_search_phase(self, data: SaturnData, placed: list[Placement], bound_s: float,
+                           t0: float, deadline: float | None, benders_on: bool,
+                           ) -> tuple[list[Placement], dict[str, Any]]:
+        """Phase 2b of :meth:`solve`: :func:`saturn.list_search.list_search` from the
+        (left-shifted) schedule ``placed`` for ``list_search_share`` of the time left (without
+        a time limit: as long as the solve took so far, >= 1 s), stopping early once within
+        :attr:`stop_at_gap` of the proven bound ``bound_s`` or after
+        ``list_search_restarts`` restarts, each after 2000 J^1.5 iterations without a shorter
+        schedule (J jobs).  ``list_search_restarts=None``: 1 when the Benders phase follows
+        (it proves such instances, and needs the time), else no limit (the share of the time
+        ends it).  A heuristic: it only shortens the incumbent."""
+        current = left_shift(data, placed)
+        span = makespan(to_schedule(data, current))
+        stop = self.stop_at_gap
+        if span - bound_s <= stop * span:
+            return current, {}
+        now = time.perf_counter()
+        budget = (self.list_search_share * (deadline - now) if deadline is not None
+                  else max(1.0, now - t0))
+        restarts = self.list_search_restarts
+        if restarts is None:
+            restarts = 1 if benders_on else 10**6
+        found = list_search(data, current, now + budget,
+                            stop_at=bound_s / (1 - stop) if stop > 0 else bound_s,
+                            stall_iterations=int(2_000 * max(1, data.num_jobs) ** 1.5),
+                            restarts=restarts)
+        log.debug("phase 2b (list search) done after %.1f s: %.1f", time.perf_counter() - t0,
+                  found.makespan)
+        metrics = {"list_search_makespan_s": found.makespan,
+                   "list_search_iterations": found.iterations,
+                   "list_search_s": time.perf_counter() - now,
+                   "list_search_improvements": [(round(t - t0, 3), v) for t, v in found.log]}
+        if found.makespan < span - 1e-9:
+            return found.placements, metrics
+        return current, metrics
+
     def _use_benders(self, data: SaturnData, opts: SolverOptions) -> bool:
         """The Benders phase runs for the makespan with identical nodes and one
         release time (:func:`saturn_nodes.benders_applicable`), and at most
         ``benders_max_jobs_per_node`` jobs per node on average: with more, the exact one-node
         subproblems get too large (in Python, 32 jobs on 2 nodes took 50 s per iteration;
-        compiled, 16 jobs per node take 1-10 s per iteration and still beat the grid model).
-        On a single node the subproblem is the whole problem: there the limit is
-        ``benders_max_jobs_one_node`` (12 jobs on one node, 10 s: 3.7% with Benders, 1.2%
-        without)."""
+        compiled, 16 jobs per node take 1-30 s per iteration on a loaded machine; there the
+        list search finds better schedules and the Benders bound stayed at the analytic one,
+        so the default is 12).  On a single node the subproblem is the whole problem: there
+        the limit is ``benders_max_jobs_one_node`` (12 jobs on one node, 10 s: 3.7% with
+        Benders, 1.2% without)."""
         per_node = (self.benders_max_jobs_per_node if len(data.nodes) > 1
                     else self.benders_max_jobs_one_node)
         return (self.benders and self.objective == "makespan" and not self.extensions
@@ -674,12 +751,12 @@ class TimeIndexed(SaturnMilp):
         C* >= S_j + r_o >= floor(S_j/delta) delta + r_o (``finish``, exact runtime), and the
         ``saturn_bounds`` rows hold for every exact schedule.  So the rounded-down optimum,
         and any dual bound of it, is at most C*.  The model is skipped when the grid is exact
-        or the gap is already <= ``target_gap``.
+        or the gap is already <= :attr:`stop_at_gap`.
         Time: what is left of the time limit, else as long as the main solve took (>= 1 s).
         """
         if solution.objective is None or solution.gap is None or solution.bound is None:
             return False
-        if solution.gap <= self.target_gap or solution.metrics.get("grid_exact"):
+        if solution.gap <= self.stop_at_gap or solution.metrics.get("grid_exact"):
             return False
         if deadline is not None:
             budget = deadline - time.perf_counter()
