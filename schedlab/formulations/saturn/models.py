@@ -28,8 +28,9 @@ makespan is <= the grid makespan C* delta.  ``bound`` is the best lower bound of
 problem found: the analytic bound, the assignment and energetic-reasoning bounds of
 ``saturn_bounds``, the Benders decomposition of ``saturn_nodes`` (identical nodes, one release
 time) and the rounded-down grid model (:meth:`TimeIndexed._bound_from_rounded_down_grid`);
-``status`` is ``optimal`` only when the exact makespan meets it.  The phases share one time
-limit (:meth:`TimeIndexed.solve`).
+``status`` is ``optimal`` only when the exact makespan meets it.  Shorter schedules come from
+the compiled list search of ``saturn.list_search`` (a heuristic) and the Benders phase.  The
+phases share one time limit (:meth:`TimeIndexed.solve`).
 
 **Disjunctive** (``saturn.disjunctive``), per-GPU assignment with big-M ordering as in the
 paper.  Binaries y[j,o,n] (option and node), z[j,n,u] (job j holds GPU u of node n), q[i,j]
@@ -552,6 +553,7 @@ class TimeIndexed(SaturnMilp):
             # (with Benders, its master's first solve gives the assignment bound)
             bound_s = self._combinatorial_bound(data, opts, t0)
         log.debug("phase 1 (bounds) done after %.1f s: %.1f", time.perf_counter() - t0, bound_s)
+        t_build = time.perf_counter()
         m = self.extend_model(self.build_from(data, delta, slots, start, floor_s=bound_s),
                               instance)
         t1 = time.perf_counter()
@@ -646,7 +648,7 @@ class TimeIndexed(SaturnMilp):
             solution.gap = max(0.0, (solution.objective - solution.bound) / solution.objective)
         if self.objective == "makespan":
             cut_short |= self._bound_from_rounded_down_grid(
-                solution, data, delta, opts, deadline, t2 - t1)
+                solution, data, delta, opts, deadline, t2 - t1, t1 - t_build)
             if solution.gap is not None and solution.gap <= self.target_gap:
                 # the MIP convention (HiGHS's mip_rel_gap is 1e-4 too): optimal within the
                 # relative gap tolerance; ``gap`` says how close, the tolerance is recorded
@@ -738,6 +740,7 @@ class TimeIndexed(SaturnMilp):
         opts: SolverOptions,
         deadline: float | None,
         spent_s: float,
+        build_s: float = 0.0,
     ) -> bool:
         """Raise ``solution.bound`` with the grid model whose runtimes and releases are rounded
         *down* (``build_from(..., round_down=True)``); True when cut short by the time limit.
@@ -752,7 +755,10 @@ class TimeIndexed(SaturnMilp):
         ``saturn_bounds`` rows hold for every exact schedule.  So the rounded-down optimum,
         and any dual bound of it, is at most C*.  The model is skipped when the grid is exact
         or the gap is already <= :attr:`stop_at_gap`.
-        Time: what is left of the time limit, else as long as the main solve took (>= 1 s).
+        Time: what is left of the time limit, else as long as the main solve took (>= 1 s);
+        skipped (cut short) when less than 0.5 s or 3 x ``build_s`` (the time the grid model
+        of phase 2 took to build: building this one is not under the solver's time limit)
+        is left.
         """
         if solution.objective is None or solution.gap is None or solution.bound is None:
             return False
@@ -762,7 +768,7 @@ class TimeIndexed(SaturnMilp):
             budget = deadline - time.perf_counter()
         else:
             budget = max(1.0, spent_s)
-        if budget < 0.5:
+        if budget < max(0.5, 3 * build_s if deadline is not None else 0.0):
             return deadline is not None
         upper = solution.objective
         down = {
