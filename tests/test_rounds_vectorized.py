@@ -314,6 +314,23 @@ def test_same_rounds_as_the_per_job_reference(
     assert_same_rounds(fast, reference, 25)
 
 
+@settings(max_examples=100, deadline=None)
+@given(round_cases(), st.booleans(), st.sampled_from([1, 2, 3, 5]))
+def test_same_rounds_with_small_greedy_blocks(
+    case: tuple[Instance, dict[str, dict[str, float]], list[PairShare]], work_conserving: bool,
+    block: int,
+) -> None:
+    """The greedy pass takes blocks of candidates at once when they all fit; with blocks of
+    1-5 candidates (instead of 2048) small instances go through both branches -- blocks
+    taken whole and blocks walked one by one -- and the rounds stay the reference's."""
+    instance, allocation, colocated = case
+    fast = RoundMechanism(instance, allocation, colocated, work_conserving=work_conserving)
+    fast._block = block
+    reference = ReferenceRoundMechanism(instance, allocation, colocated,
+                                        work_conserving=work_conserving)
+    assert_same_rounds(fast, reference, 25)
+
+
 @settings(max_examples=60, deadline=None)
 @given(round_cases(), round_cases())
 def test_same_rounds_after_an_update(

@@ -97,6 +97,9 @@ class RoundMechanism:
     :func:`pick_gpu_ids`).
     """
 
+    #: candidates the greedy pass takes in one array step when they all fit (_SoloGreedy)
+    _block = 2048
+
     def __init__(
         self,
         instance: Instance,
@@ -286,23 +289,11 @@ class RoundMechanism:
         accs = acc.tolist()
         chosen: list[int] = []
         if self._solo:  # unit u is a single job: placed once means unit placed
-            placed = bytearray(len(gangs))
+            state = _SoloGreedy(unit, acc, np.array(gangs, dtype=np.int64), self._capacity,
+                                self._block)
             for candidates in passes:
-                for c in candidates.tolist():
-                    u = units[c]
-                    if placed[u]:
-                        continue
-                    k = accs[c]
-                    g = gangs[u]
-                    if g > free[k]:
-                        continue
-                    placed[u] = 1
-                    free[k] -= g
-                    total_free -= g
-                    chosen.append(c)
-                    if total_free < smallest:
-                        break
-            return np.array(chosen, dtype=np.intp)
+                state.run(candidates)
+            return np.array(state.chosen, dtype=np.intp)
         members = self._members
         placed = bytearray(len(self._job_order))
         for candidates in passes:
@@ -437,6 +428,70 @@ class _RunPlacer:
             while first < len(starts) and starts[first] == ends[first]:
                 first += 1
         return out
+
+
+class _SoloGreedy:
+    """The greedy pass of :meth:`RoundMechanism._choose` when every unit is one job.
+
+    Walks candidates (option indices in priority order) and takes option c when its unit is
+    not placed yet and its gang fits the free GPUs of its type -- exactly the scalar rule, in
+    blocks of ``block`` candidates: first the candidates that can no longer fit (unit placed,
+    gang > free GPUs now; free GPUs only shrink, so they would be refused at their turn) are
+    dropped with numpy; when the first occurrences of the units left in the block fit their
+    types all together, all of them are taken at once (a later occurrence of a unit is refused:
+    its first one was taken); otherwise the block is walked one candidate at a time.
+    ``chosen`` lists the taken options in the order taken.
+    """
+
+    def __init__(self, unit: npt.NDArray[np.int64], acc: npt.NDArray[np.int64],
+                 gangs: npt.NDArray[np.int64], capacity: Sequence[int], block: int) -> None:
+        self.unit, self.acc, self.gangs, self.block = unit, acc, gangs, block
+        self.free = np.array(capacity, dtype=np.int64)
+        self.placed = np.zeros(len(gangs), dtype=bool)
+        self.smallest = int(gangs.min())
+        self.chosen: list[int] = []
+
+    def run(self, candidates: npt.NDArray[np.intp]) -> None:
+        """One pass over ``candidates`` with the state left by earlier passes."""
+        unit, acc, gangs, free, placed = self.unit, self.acc, self.gangs, self.free, self.placed
+        for start in range(0, len(candidates), self.block):
+            if int(free.sum()) < self.smallest:
+                return
+            block = candidates[start : start + self.block]
+            u = unit[block]
+            block = block[~placed[u] & (gangs[u] <= free[acc[block]])]
+            if not len(block):
+                continue
+            u = unit[block]
+            first = np.zeros(len(block), dtype=bool)
+            first[np.unique(u, return_index=True)[1]] = True
+            need = np.bincount(acc[block][first], weights=gangs[u][first], minlength=len(free))
+            if np.all(need <= free):
+                taken = block[first]
+                placed[unit[taken]] = True
+                free -= need.astype(np.int64)
+                self.chosen += taken.tolist()
+            else:
+                self._walk(block)
+
+    def _walk(self, block: npt.NDArray[np.intp]) -> None:
+        """The scalar rule over one block."""
+        free = self.free.tolist()
+        total = sum(free)
+        placed = self.placed
+        units = self.unit[block].tolist()
+        accs = self.acc[block].tolist()
+        gangs = self.gangs[self.unit[block]].tolist()
+        for c, u, k, g in zip(block.tolist(), units, accs, gangs, strict=True):
+            if placed[u] or g > free[k]:
+                continue
+            placed[u] = True
+            free[k] -= g
+            total -= g
+            self.chosen.append(c)
+            if total < self.smallest:
+                break
+        self.free[:] = free
 
 
 @dataclass(frozen=True)
