@@ -69,10 +69,13 @@ def family(name: str, num_jobs: int = 80, seed: int = 0) -> Instance:
         scale = rng.integers(1, 9, num_jobs)
     elif name == "weights":
         rows = rows * rng.uniform(0.5, 2.0, rows.shape)
-        weight = rng.choice([1.0, 2.0, 5.0], num_jobs)
+        weight = rng.choice([1.0, 1.25, 1.5], num_jobs)  # 5 would make it top_level
     elif name == "no_binding":  # so many GPUs that every job reaches its best level alone
         rows = rows * rng.uniform(0.5, 2.0, rows.shape)
         counts = dict.fromkeys(TYPES, 4 * num_jobs)
+    elif name == "top_level":  # J/3 GPUs per type: t* = the slowest job's best level
+        rows = rows * rng.uniform(0.8, 1.2, rows.shape)
+        counts = dict.fromkeys(TYPES, max(8, num_jobs // 3))
     elif name == "spare_type":  # k80 plentiful: its price is zero
         rows = rows * rng.uniform(0.5, 2.0, rows.shape)
         counts = {"v100": per_type, "p100": per_type, "k80": 8 * num_jobs}
@@ -159,6 +162,28 @@ def test_default_path_for_many_distinct_jobs() -> None:
     assert got.metrics["fast_path"] == "prices"
     assert got.objective == pytest.approx(reference(instance).objective, rel=REL_TOL)
     assert check(instance, got) == []
+
+
+@pytest.mark.usefixtures("small_thresholds")
+def test_top_level_goes_to_the_capacity_master() -> None:
+    """t* is the slowest job's best level while capacities bind: the price path hands over
+    to the capacity master, says so, and the optimum is the reference's."""
+    instance = family("top_level", num_jobs=120)
+    data = gavel_data_of(instance)
+    top = float((fast.fairness_coefficients(data)[:, None] * data.throughput).max(axis=1).min())
+    ref = reference(instance)
+    assert ref.objective == pytest.approx(top, rel=1e-9)  # the case this test is about
+    got = price_solution(instance)
+    assert got.status == Status.OPTIMAL
+    assert any("solved by the capacity master" in d for d in got.diagnostics)
+    assert got.objective == pytest.approx(ref.objective, rel=REL_TOL)
+    assert check(instance, got) == []
+
+
+def gavel_data_of(instance: Instance) -> GavelData:
+    from schedlab.formulations.gavel.data import gavel_data
+
+    return gavel_data(instance)
 
 
 def test_fallback_says_so(monkeypatch: pytest.MonkeyPatch) -> None:

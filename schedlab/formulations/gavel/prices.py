@@ -99,6 +99,8 @@ NEWTON_TOLERANCE = 1e-7
 FD_STEP = 1e-5
 #: ... at least this many classes over the class count (D moves in steps of ~1/C).
 FD_CLASSES = 30.0
+#: Rounds of Newton with the set of priced types adjusted in between.
+ACTIVE_ROUNDS = 4
 #: Relative margin within which Newton re-prices a class at every step (the others keep
 #: their segment and enter as an affine total).
 NEWTON_BAND = 0.02
@@ -108,6 +110,11 @@ JACOBIAN_SAMPLE = 20_000
 LP_TOLERANCE = 1e-10
 #: Seed of the sample (the result does not depend on it, only the work).
 SAMPLE_SEED = 0
+
+
+#: Why the price path hands an instance to the capacity master.
+TOP_LEVEL = ("the optimum is held at the slowest job's best level while capacities bind, "
+             "where the market equations do not pin the prices")
 
 
 @dataclass
@@ -508,6 +515,34 @@ def newton_prices(
     classes: JobClasses, count: FloatArray, gpus: FloatArray, start: _Point,
     iterations: int = NEWTON_ITERATIONS, vert: Vertices | None = None,
 ) -> _Point:
+    """:func:`_newton_once` with the priced types adjusted: a type without a price whose
+    capacity the result overruns gets one (level / its GPUs, Newton rescales it), a type
+    whose price collapsed (below 1e-6 of the largest) while its capacity is slack loses it;
+    then Newton again, at most :data:`ACTIVE_ROUNDS` times."""
+    vert = vert or vertices(classes)
+    point = start
+    for _ in range(ACTIVE_ROUNDS):
+        point = _newton_once(classes, count, gpus, point, iterations, vert)
+        use, _ = market(classes, count, point.level, point.prices, vert)
+        priced = point.prices > 0
+        over = ~priced & (gpus > 0) & (use > gpus * (1 + 1e-9))
+        top = float(point.prices.max(initial=0.0))
+        collapsed = priced & (point.prices < 1e-6 * top) & (use < gpus)
+        if not over.any() and not collapsed.any():
+            break
+        prices = point.prices.copy()
+        prices[over] = point.level / gpus[over] / max(1, int(over.sum() + priced.sum()))
+        prices[collapsed] = 0.0
+        log.debug("newton: types %s get a price, %s lose theirs", np.flatnonzero(over),
+                  np.flatnonzero(collapsed))
+        point = _Point(point.level, prices)
+    return point
+
+
+def _newton_once(
+    classes: JobClasses, count: FloatArray, gpus: FloatArray, start: _Point,
+    iterations: int = NEWTON_ITERATIONS, vert: Vertices | None = None,
+) -> _Point:
     """Approximate (t, pi) with D(t, pi) = n on the priced types and Lambda = 1.
 
     D and Lambda are step functions (one tiny step per class whose segment changes), so this
@@ -625,6 +660,7 @@ def _solve_fixed(
     """Exact solve by fixed segments from ``start`` (None: everything free, the plain class
     LP).  Returns the last restricted solve, the free mask, the segments and the LP count."""
     num_classes = classes.num_classes
+    risk: FloatArray | None = None
     if start is None:
         free = np.ones(num_classes, dtype=bool)
         seg = segments_at(classes, np.zeros(classes.fair.shape), 0.0)
@@ -646,6 +682,13 @@ def _solve_fixed(
                                 f"{int(free.sum())} classes left free (limit {MAX_FREE})"),
                     free, seg, rounds)
         result = restricted_lp(classes, count, gpus, free, seg, options)
+        if not result.ok and risk is not None and rounds < MAX_ROUNDS and not free.all():
+            # the fixed classes alone overrun a capacity (a poor start): free twice as many
+            more = min(len(risk), 2 * int(free.sum()))
+            log.debug("fixed-segment LP %d failed (%s); freeing %d classes", rounds,
+                      result.message, more)
+            free[np.argsort(risk, kind="stable")[:more]] = True
+            continue
         if not result.ok:
             return result, free, seg, rounds
         cost = pattern_costs(classes, result.prices)
@@ -713,12 +756,25 @@ def solve_by_prices(
         sub = _subset(classes, keep)
         first, _, _, _ = _solve_fixed(sub, sub.count * (count.sum() / sub.count.sum()), gpus,
                                       None, 0.0, opts)
+        top = float(np.where(classes.ok, classes.fair, 0.0).max(axis=1).min())
+        if first.ok and first.level >= top * (1 - 1e-9):
+            vert = vertices(classes)
+            use, _ = market(classes, count, top * (1 - 1e-9), first.prices, vert)
+            if np.any(use > gpus * (1 + 1e-9)):
+                return PriceOutcome(Status.ERROR, np.zeros(classes.fair.shape), 0.0, np.inf,
+                                    np.zeros(len(gpus)), 0, 0, TOP_LEVEL)
         if first.ok:
             began = time.perf_counter()
-            vert = vertices(classes)
+            vert = vert or vertices(classes)
             start = newton_prices(classes, count, gpus, _Point(first.level, first.prices),
                                   vert=vert)
             newton_s = time.perf_counter() - began
+            use, _ = market(classes, count, start.level, start.prices, vert)
+            if start.level >= top * (1 - 1e-9) and np.any(use > gpus * (1 + 1e-9)):
+                # t is held at the slowest job's best level while capacities bind: the
+                # market equations do not pin the prices there (see docs/fast_paths.md)
+                return PriceOutcome(Status.ERROR, np.zeros(classes.fair.shape), 0.0, np.inf,
+                                    np.zeros(len(gpus)), 0, 0, TOP_LEVEL)
     result, free, seg, rounds = _solve_fixed(classes, count, gpus, start, margin, opts, vert)
     if not result.ok:
         return PriceOutcome(Status.ERROR, np.zeros(classes.fair.shape), 0.0, np.inf,
@@ -749,9 +805,13 @@ def solve_price_path(
     if found.status == Status.OPTIMAL:
         return _Outcome(found.status, found.z, np.zeros((0, len(gpus))), found.value,
                         found.bound, found.rounds, found.free_classes)
-    log.warning("price path ended %s (%s); falling back to the capacity master",
-                found.status.value, found.message)
+    if found.message == TOP_LEVEL:
+        why = f"price path: {TOP_LEVEL}; solved by the capacity master"
+        log.info("%s", why)
+    else:
+        why = (f"price path ended {found.status.value} ({found.message}); fell back to the "
+               "capacity master")
+        log.warning("%s", why)
     outcome = solve_capacity_master(classes, gpus, options, deadline)
-    outcome.message = (f"price path ended {found.status.value} ({found.message}); "
-                       f"fell back to the capacity master. {outcome.message}").strip()
+    outcome.message = f"{why}. {outcome.message}".strip()
     return outcome
