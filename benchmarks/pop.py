@@ -209,11 +209,11 @@ def summary_table(title: str, rows: Sequence[Row]) -> Table:
     return table
 
 
-def run_problem(console: Console, name: str, num_jobs: int, seeds: int, workers: int,
-                kinds: Sequence[PopPartition]) -> list[Row]:
+def run_problem(console: Console, name: str, num_jobs: int, seeds: Sequence[int],
+                workers: int, kinds: Sequence[PopPartition]) -> list[Row]:
     rows: list[Row] = []
     describe = ""
-    for seed in range(seeds):
+    for seed in seeds:
         start = time.perf_counter()
         instance = (packed_instance if name == PACKED else fair_instance)(num_jobs, seed)
         log.info("%s seed %d: generated in %.1f s", name, seed, time.perf_counter() - start)
@@ -222,11 +222,11 @@ def run_problem(console: Console, name: str, num_jobs: int, seeds: int, workers:
                     if name == PACKED else
                     f"{num_jobs} jobs (1/2/4/8-GPU mix), {gpus} GPUs of each of v100, p100, k80")
         seed_rows = rows_for(instance, name, seed, workers, kinds)
-        if seed == 0:
-            console.print(detail_table(f"{name}: {describe}, seed 0", seed_rows))
+        if seed == seeds[0]:
+            console.print(detail_table(f"{name}: {describe}, seed {seed}", seed_rows))
         rows.extend(seed_rows)
-    console.print(summary_table(f"{name}: {describe}; seeds 0-{seeds - 1} (instance and "
-                                "partition)", rows))
+    console.print(summary_table(f"{name}: {describe}; seeds {seeds[0]}-{seeds[-1]} (instance "
+                                "and partition)", rows))
     return rows
 
 
@@ -238,9 +238,11 @@ def main() -> None:
     parser.add_argument("--packed-jobs", type=int, default=None,
                         help="jobs of the space-sharing problem (default: --jobs)")
     parser.add_argument("--seeds", type=int, default=10,
-                        help="seeds 0..N-1 of the fairness problem (default 10)")
+                        help="fairness problem: N seeds from --first-seed (default 10)")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="first seed of both problems (default 0)")
     parser.add_argument("--packed-seeds", type=int, default=3,
-                        help="seeds 0..N-1 of the space-sharing problem (default 3: each "
+                        help="space-sharing problem: N seeds from --first-seed (default 3: each "
                         "seed solves 2 million pair columns 11 times)")
     parser.add_argument("--partition", choices=POP_PARTITIONS, action="append",
                         help="only these partitions (repeatable; default all)")
@@ -263,9 +265,12 @@ def main() -> None:
                   f"the start: {', '.join(f'{v:.1f}' for v in os.getloadavg())}")
     rows: list[Row] = []
     if args.only in (None, "fair"):
-        rows += run_problem(console, FAIR, jobs, seeds, args.workers, kinds)
+        rows += run_problem(console, FAIR, jobs, range(args.first_seed, args.first_seed + seeds),
+                            args.workers, kinds)
     if args.only in (None, "packed"):
-        rows += run_problem(console, PACKED, packed_jobs, packed_seeds, args.workers, kinds)
+        rows += run_problem(console, PACKED, packed_jobs,
+                            range(args.first_seed, args.first_seed + packed_seeds),
+                            args.workers, kinds)
     console.print(f"load average at the end: {', '.join(f'{v:.1f}' for v in os.getloadavg())}")
     if args.out:
         args.out.write_text(json.dumps([asdict(row) for row in rows], indent=1))

@@ -420,11 +420,11 @@ def solve_pop(
     """POP with ``k`` parts (module docstring) of the registered Gavel policy
     ``formulation_name``; the concatenated, checked Solution.
 
-    ``partition``: ``random`` (default) or ``balanced`` (:func:`balanced_partition`), both
-    seeded by ``seed``.  ``workers``: parallel sub-solves (default min(k, CPUs)); 1 solves
-    the parts one after another in this process.  ``backend``: ``local`` (a process pool) or
-    ``ray`` (a local Ray instance of ``workers`` CPUs unless one is already running).
-    ``num_rounds`` overrides
+    ``partition``: ``random`` (default), ``balanced`` (:func:`balanced_partition`) or
+    ``stratified`` (:func:`stratified_partition`), each seeded by ``seed``.  ``workers``:
+    parallel sub-solves (default min(k, CPUs)); 1 solves the parts one after another in this
+    process.  ``backend``: ``local`` (a process pool) or ``ray`` (a local Ray instance of
+    ``workers`` CPUs unless one is already running).  ``num_rounds`` overrides
     ``instance.params.num_rounds`` for the round mechanism run on the concatenation.
     ``exact_objective``: the exact solve's optimum, when the caller ran it; its ratio
     objective / exact lands in ``metrics["pop"]["ratio_to_exact"]``.  ``overrides``: keyword
