@@ -252,3 +252,22 @@ def test_per_job_model_retires_and_rebuilds(monkeypatch: pytest.MonkeyPatch) -> 
         assert fast == pytest.approx(independent, rel=1e-6)
         assert recomputed == pytest.approx(fast, rel=1e-6)
         assert reference >= independent * (1 - 1e-7)
+
+
+@pytest.mark.parametrize("name", ["gavel.hierarchical", "gavel.hierarchical_agnostic"])
+@pytest.mark.parametrize(("seed", "entities"), [(1, None), (2, 2), (3, 3)])
+def test_water_filling_levels_equal_the_reference(name: str, seed: int,
+                                                  entities: int | None) -> None:
+    """Every decision of a simulated run (jobs of two or three entities, or each its own):
+    the value v_j = s_j thr_j / T_eq[j] of every job equals the reference water-filling's
+    (the max-min fair levels are unique), and so does the first level."""
+    instance = generate_gavel_instance(10, {"v100": 2, "p100": 2, "k80": 2}, seed=seed,
+                                       jobs_per_hour=10, entities=entities)
+    policy = ReferenceCheck(name)
+    result = simulate(instance, policy=policy, round_s=360.0)
+    assert result.complete and len(policy.values) > 5
+    for fast, reference, recomputed, _ in policy.pairs:
+        assert fast == pytest.approx(reference, rel=2e-5, abs=1e-7)
+        assert recomputed == pytest.approx(fast, rel=2e-5, abs=1e-7)
+    for fast_values, reference_values in policy.values:
+        assert fast_values == pytest.approx(reference_values, rel=1e-5, abs=1e-7)

@@ -239,6 +239,14 @@ class JobLeadLP:
                 self.model.set_row_bounds(self._lead_row[slots[moved]], -np.inf, upper[moved])
                 self._upper[slots[moved]] = upper[moved]
 
+    def best_rate(self, slots: IntArray) -> FloatArray:
+        """max over a slot's columns of thr_j per unit of the column (its throughput with
+        the whole share on its best column; 0 without columns), per slot."""
+        best = np.zeros(len(self._alive))
+        if len(self._col_slot):
+            np.maximum.at(best, self._col_slot, self._col_thr)
+        return best[slots]
+
     def set_floor(self, slots: IntArray, lower: FloatArray) -> None:
         """Lower bounds of the floor rows thr_j(X) >= lower_j (``floor_rows`` only)."""
         lower = np.asarray(lower, dtype=float)

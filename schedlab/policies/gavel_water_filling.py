@@ -30,6 +30,7 @@ import logging
 from collections.abc import Hashable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from schedlab.errors import SolverError
 from schedlab.formulations.gavel.data import FloatArray, GavelData
@@ -54,8 +55,8 @@ class WaterFilling:
 
     def solve(self, keys: Sequence[Hashable], data: GavelData, omega: FloatArray
               ) -> tuple[float, FloatArray]:
-        """(the first level t*, X (n, K)) for the jobs of ``data`` with group weights
-        ``omega`` (n,)."""
+        """(min_g v_g / omega_g of the returned allocation -- the first level, X (n, K)) for
+        the jobs of ``data`` with group weights ``omega`` (n,)."""
         lp = self.lp
         slots = lp.sync(keys, data.scale_factor, data.throughput)
         n = len(slots)
@@ -67,7 +68,8 @@ class WaterFilling:
         self.levels = []
         slack = _FLOOR_SLACK
 
-        def run(objective: FloatArray, v_cost: float) -> tuple[float, FloatArray]:
+        def run(objective: FloatArray, v_cost: float, retry: bool = True
+                ) -> tuple[float, FloatArray]:
             nonlocal slack
             lp.set_objective(slots, objective, v_cost)
             while True:
@@ -76,7 +78,7 @@ class WaterFilling:
                 try:
                     value, x = lp.solve(slots)
                 except SolverError:
-                    if slack >= _MAX_SLACK or lp.model.last is None \
+                    if not retry or slack >= _MAX_SLACK or lp.model.last is None \
                             or lp.model.last.status != Status.INFEASIBLE:
                         raise
                     slack *= 10
@@ -86,9 +88,55 @@ class WaterFilling:
                 return value, x
 
         x = np.zeros((n, len(data.types)))
+        # v_g alone at its best (share 1 on its best column): the level t = cap_g at which
+        # g stops rising whatever the others get
+        vmax = coef * lp.best_rate(slots)
+        cap = np.divide(vmax, omega, out=np.full(n, np.inf), where=omega > 0)
+
+        def level_lp(capped: npt.NDArray[np.int64], rising: npt.NDArray[np.bool_]
+                     ) -> tuple[float, FloatArray] | None:
+            """max t with the ``capped`` groups held at their caps, v_g >= omega_g t for the
+            ``rising`` ones and every frozen group at its floor (None: infeasible)."""
+            saved = level[capped].copy()
+            level[capped] = vmax[capped]
+            lp.set_lead(slots, np.where(rising, omega / coef, 0.0))
+            try:
+                return run(np.zeros(n), 1.0, retry=False)
+            except SolverError:
+                return None
+            finally:
+                level[capped] = saved
+
         while active.any():
-            lp.set_lead(slots, np.where(active, omega / coef, 0.0))
-            t_star, x = run(np.zeros(n), 1.0)
+            # Bottlenecks by caps first: in the reference's order, groups whose caps lie below
+            # the level the shared pools allow freeze one level each, at their caps; the
+            # first i (groups by increasing cap) after which the level stays below the next
+            # cap is found by bisection on i, each trial one LP.
+            order = np.flatnonzero(active)[np.argsort(cap[active], kind="stable")]
+            low, high = 0, len(order)
+            found: dict[int, tuple[float, FloatArray] | None] = {}
+            while low < high:
+                mid = (low + high) // 2
+                rising = active.copy()
+                rising[order[:mid]] = False
+                found[mid] = level_lp(order[:mid], rising)
+                outcome = found[mid]
+                if outcome is not None and outcome[0] >= cap[order[mid]] * (1 - 1e-9):
+                    low = mid + 1
+                else:
+                    high = mid
+            capped = order[:low]
+            level[capped] = vmax[capped]
+            active[capped] = False
+            if not active.any():
+                self.levels.append(float(cap[capped[-1]]))
+                break
+            outcome = found.get(low)
+            if outcome is None:
+                outcome = level_lp(np.zeros(0, dtype=np.int64), active)
+                if outcome is None:
+                    outcome = (run(np.zeros(n), 1.0)[0], x)
+            t_star = outcome[0]
             self.levels.append(t_star)
             level[active] = omega[active] * t_star
             lp.set_lead(slots, np.zeros(n))
@@ -102,4 +150,8 @@ class WaterFilling:
                 undecided &= ~rose
             active &= ~undecided
         _, x = run(coef, 0.0)
-        return (self.levels[0] if self.levels else 0.0), x
+        # the reference's objective: min_g v_g / omega_g of the returned allocation
+        value = coef * (data.throughput * x).sum(axis=1)
+        weighted = omega > 0
+        first = float((value[weighted] / omega[weighted]).min()) if weighted.any() else 0.0
+        return first, x
