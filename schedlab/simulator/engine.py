@@ -979,6 +979,7 @@ def _run(
                 last_end = advance(same_units, same_masks, same_masks, acc, now, length,
                                    round_index, last_mask, overhead_paid, runs, still,
                                    done_now, last_end, changed, busy)
+            same_units = []
         else:
             layout = _solo_layout(decision, fits, counts, last_mask, placers)
             repeat_layout = layout
@@ -990,6 +991,8 @@ def _run(
                                    last_mask, overhead_paid, runs, still, done_now, last_end,
                                    changed, busy)
             repeat_of = list(decision)  # a copy: a policy may reuse its list
+            layout = None  # drop this round's references to its jobs
+            units = []
         repeat_version = version
 
         for js in previous:
@@ -1024,6 +1027,12 @@ def _run(
                 finished.extend(done_now)
             active = [js for js in active if js.finish_time is None]
             version += 1
+            # nothing of this round may keep a finished job alive: a changed job set never
+            # repeats the last layout, and the loop's own names are rebound
+            repeat_layout = None
+            done_now = []
+            state = decision = None  # type: ignore[assignment]
+            del js
         if changed:  # a batch size changed: policies that re-solve on changes see it
             version += 1
         previous = still
