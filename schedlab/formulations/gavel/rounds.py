@@ -44,9 +44,9 @@ scale factors 1), f[u,k] -> X[u,k] as rounds accumulate; with larger gangs fragm
 leave GPUs idle and f may fall short of X.
 
 Cost: :class:`RoundMechanism` keeps the (unit, type) options and the counts c[u,k] in numpy
-arrays (one ``lexsort`` per round, integer bookkeeping for the greedy pass, GPU ids from bit
-masks), so 20 rounds of 10^4 jobs take about half a second; the tests hold it to the round
-schedules of the per-job implementation it replaced (docs/rounds.md).
+arrays (one ``lexsort`` per round, the greedy pass in blocks, GPU ids from free-id
+intervals), so 20 rounds of 10^4 jobs take about half a second of CPU; the tests hold it to
+the round schedules of the per-job implementation it replaced (docs/rounds.md).
 """
 
 from __future__ import annotations
@@ -90,11 +90,10 @@ class RoundMechanism:
     The state lives in arrays over the placeable (unit, type) options -- unit index, type
     index, X -- and a (units x types) matrix of round counts c[u,k]; units are numbered in
     instance order, so a unit's index is its tie-break rank.  A round is one ``np.lexsort``
-    of the options by (-priority, -deficit, -X, unit, type), one pass of integer bookkeeping
-    over the sorted options (the greedy choice cannot be vectorized further: each pick
-    changes the free GPUs), and the GPU ids from bit masks of free GPUs
-    (:class:`~schedlab.simulator.placement.PoolPlacer`, the same packing rule as
-    :func:`pick_gpu_ids`).
+    of the options by (-priority, -deficit, -X, unit, type), the greedy pass over the sorted
+    options (sequential in principle -- each pick changes the free GPUs -- but taken in
+    blocks of options that all fit, :class:`_SoloGreedy`), and the GPU ids by the packing
+    rule of :func:`pick_gpu_ids` (:func:`_placer`).
     """
 
     #: candidates the greedy pass takes in one array step when they all fit (_SoloGreedy)
