@@ -4,6 +4,7 @@ Usage::
 
     python benchmarks/gavel_scale.py            # full run (about 10 minutes on 2 cores)
     python benchmarks/gavel_scale.py --quick    # small sizes only (about a minute)
+    python benchmarks/gavel_scale.py --families-only   # table 1b alone
 
 Workloads come from the package's own generator and throughput table
 (:func:`schedlab.workloads.gavel.generate_gavel_instance`, Gavel's measured throughputs),
@@ -15,6 +16,29 @@ seed 0, every job arriving at t = 0 with weight 1.
   ``noisy`` rows multiply every throughput by its own U(0.8, 1.2) factor (seeded), so no two
   jobs have equal rows and the fast path cannot aggregate: the non-aggregated path is
   measured honestly.
+* Table 1b, ``gavel.max_min_fairness`` on two families of distinct job rows, at 10^3 to
+  10^6 jobs on J/6 GPUs of each of v100, p100, k80 (so the capacities bind; with J/3 the
+  optimum of these families is set by the slowest job alone), built here with fixed seeds
+  (:func:`family_instance`, nothing in ``instances/``):
+
+  - ``wide`` (wide speed-up ratios): job type uniform over the shipped table's types measured
+    on one GPU, base row T[type, 1, k], scale factor uniform in {1, 2, 4}, and throughput[k] =
+    base[k] x u_k with u_k ~ U(1, 4) drawn independently per job and type;
+  - ``speedup`` (the shipped table with per-job random speed-ups): (job type, scale factor)
+    drawn as the generator does (Gavel's mix 1/2/4/8 with probabilities 0.70/0.10/0.15/0.05,
+    type uniform among those measured at that scale factor), throughput[k] = T[type, s, k] x
+    g_k with g_k log-uniform in [1/2, 2], independently per job and type.
+
+  Columns: ``ours`` = ``method="fast"`` from the Instance (``b/s/e`` = build: arrays and
+  classes / solve: the LP work / extract: the Solution, the instance hash included), the path
+  it took, its LP count / free classes (price path), its certified gap and the checker's
+  verdict; ``ecos``, ``clarabel`` as in table 1; ``highs ipm`` = the LP from arrays through
+  ``highspy`` by interior point with crossover (up to 10^5 jobs); ``ours/ECOS`` = t_ours /
+  t_ECOS (the acceptance bar is 0.5), ``solve/ECOS`` the same for the solve phase alone;
+  ``agree`` = the largest relative difference of the other optima to ours.  At 10^6 jobs the
+  other solvers are skipped (predicted over budget), and the claim rests on the certificate:
+  the primal is checked by the checker, the dual is feasible by construction, ``gap`` is
+  the relative duality gap.
 * Table 2, ``gavel.max_min_fairness_packed`` (space sharing): J single-GPU jobs on J/6 GPUs of
   each type, every pair of jobs co-locatable (J(J-1)/2 pairs; the co-location model of
   :mod:`schedlab.workloads.throughputs`).
@@ -40,6 +64,9 @@ optimal value; instance generation is not timed):
 * ``x ECOS``: t_ECOS / t, the speed-up over cvxpy + ECOS (> 1 is faster than ECOS).
 * ``agree``: max relative difference of every optimum found to the fast path's (1e-6 is the
   bar); ``ok`` when below it.
+* Table 2 only: ``check``, seconds of :func:`schedlab.check.check` on the fast path's
+  Solution (``NO`` when it finds a problem); ``load``, the 1-minute load average after the
+  row (the machine is shared).
 
 Everything is printed once as plain-text tables (rich), ready to paste into
 ``benchmarks/README.md``.
@@ -65,12 +92,14 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.table import Table
 
+from schedlab.check import check
 from schedlab.formulations.gavel.data import GavelData, gavel_data
 from schedlab.formulations.gavel.models import MaxMinFairness
 from schedlab.instance import Instance, instance_from_dict
 from schedlab.solution import Solution, Status
 from schedlab.solvers import SolverOptions
-from schedlab.workloads.gavel import generate_gavel_instance
+from schedlab.workloads.gavel import GAVEL_SCALE_FACTOR_MIX, generate_gavel_instance
+from schedlab.workloads.throughputs import load_gavel_throughputs
 
 log = logging.getLogger("gavel_scale")
 
@@ -136,9 +165,10 @@ def lp_arrays(data: GavelData) -> tuple[sp.csc_matrix, np.ndarray, np.ndarray, i
     return matrix, lower, upper, n_x + 1
 
 
-def run_highspy(instance: Instance) -> Run:
-    """The LP from arrays, handed to HiGHS directly, with the reference's LP method: dual
-    simplex below 2000 jobs, interior point with crossover from 2000 jobs on."""
+def run_highspy(instance: Instance, method: str | None = None) -> Run:
+    """The LP from arrays, handed to HiGHS directly, with the reference's LP method (dual
+    simplex below 2000 jobs, interior point with crossover from 2000 jobs on) or ``method``
+    ("ipm": interior point with crossover at every size)."""
     start = time.perf_counter()
     matrix, lower, upper, width = lp_arrays(gavel_data(instance))
     lp = highspy.HighsLp()
@@ -156,7 +186,8 @@ def run_highspy(instance: Instance) -> Run:
     lp.a_matrix_.value_ = matrix.data
     highs = highspy.Highs()
     highs.setOptionValue("output_flag", False)
-    highs.setOptionValue("solver", "ipm" if len(instance.jobs) >= 2000 else "simplex")
+    highs.setOptionValue("solver", method or ("ipm" if len(instance.jobs) >= 2000
+                                               else "simplex"))
     highs.passModel(lp)
     highs.run()
     status = highs.getModelStatus()
@@ -205,6 +236,7 @@ def run_formulation(instance: Instance, method: str, *, space_sharing: bool = Fa
     run.extra = {k: solution.metrics.get(k) for k in ("fast_path", "classes", "iterations",
                                                       "columns", "pair_classes")}
     run.extra["gap"] = solution.gap
+    run.extra["solution"] = solution
     return run
 
 
@@ -336,12 +368,165 @@ def scale_table(sizes: list[int], noisy_sizes: list[int], seed: int,
     return table
 
 
+# ------------------------------------------------------------------ table 1b: families
+
+FAMILIES = ("wide", "speedup")
+FAMILY_TYPES = ("v100", "p100", "k80")
+#: Raw HiGHS interior point is run up to this many jobs (54 s at 10^5 on generator rows).
+HIGHS_IPM_MAX_JOBS = 100_000
+#: The checker is run up to this many jobs (the certificate's primal side is checked in
+#: numpy at every size).
+CHECK_MAX_JOBS = 1_000_000
+
+
+def family_instance(family: str, num_jobs: int, seed: int) -> Instance:
+    """One instance of a table-1b family (see the module docstring), every job distinct.
+
+    ``wide``: job type uniform over the shipped table's types measured on one GPU; base row
+    T[type, 1, k]; scale factor uniform in {1, 2, 4}; throughput[k] = base[k] x u_k with
+    u_k ~ U(1, 4) independent per job and type.  ``speedup``: (job type, scale factor) drawn
+    as the package's generator does (Gavel's mix 1/2/4/8 with probabilities
+    0.70/0.10/0.15/0.05, type uniform among those measured at that scale factor); throughput
+    [k] = T[type, s, k] x g_k with g_k log-uniform in [1/2, 2], independent per job and type.
+    Both on J/6 GPUs of each of v100, p100, k80 (at least 8), weight 1, arrival 0.
+    """
+    rng = np.random.default_rng([seed, FAMILIES.index(family), num_jobs])
+    table = load_gavel_throughputs()
+    per_type = max(8, num_jobs // 6)
+    if family == "wide":
+        names = [t for t in table.job_types if table.has(t, 1)]
+        rows = np.array([[table.throughput(t, 1).get(k, 0.0) for k in FAMILY_TYPES]
+                         for t in names])
+        kind = rng.integers(0, len(names), num_jobs)
+        scale = rng.choice(np.array([1, 2, 4]), num_jobs)
+        thr = rows[kind] * rng.uniform(1.0, 4.0, (num_jobs, len(FAMILY_TYPES)))
+    elif family == "speedup":
+        combos = [(t, sf) for t, sf in table.combinations()
+                  if sf in GAVEL_SCALE_FACTOR_MIX and sf <= per_type]
+        factors = sorted({sf for _, sf in combos})
+        probs = np.array([GAVEL_SCALE_FACTOR_MIX[sf] for sf in factors])
+        scale = rng.choice(np.array(factors), num_jobs, p=probs / probs.sum())
+        names, rows_list, kind = [], [], np.zeros(num_jobs, dtype=np.int64)
+        for sf in factors:
+            measured = [t for t, f in combos if f == sf]
+            at = np.flatnonzero(scale == sf)
+            pick = rng.integers(0, len(measured), len(at))
+            kind[at] = len(names) + pick
+            names += measured
+            rows_list += [[table.throughput(t, sf).get(k, 0.0) for k in FAMILY_TYPES]
+                          for t in measured]
+        rows = np.array(rows_list)
+        thr = rows[kind] * np.exp(rng.uniform(np.log(0.5), np.log(2.0),
+                                              (num_jobs, len(FAMILY_TYPES))))
+    else:
+        raise ValueError(f"unknown family {family!r}")
+    jobs = [{"id": str(j), "job_type": names[kind[j]], "scale_factor": int(scale[j]),
+             "throughput": {k: float(v) for k, v in zip(FAMILY_TYPES, thr[j], strict=True)
+                            if v > 0}}
+            for j in range(num_jobs)]
+    document = {
+        "schema": "schedlab/instance@1",
+        "name": f"{family}-{num_jobs}-seed{seed}",
+        "cluster": {"accelerators": {k: {"count": per_type} for k in FAMILY_TYPES}},
+        "jobs": jobs,
+        "params": {"num_rounds": 0},
+    }
+    return instance_from_dict(document, source=document["name"])
+
+
+def run_fast_checked(instance: Instance) -> Run:
+    """:func:`run_formulation` with ``method="fast"``, plus the checker's verdict on the
+    Solution (up to :data:`CHECK_MAX_JOBS` jobs; not timed)."""
+    formulation = MaxMinFairness(method="fast", num_rounds=0)
+    formulation.name = "gavel.max_min_fairness"
+    start = time.perf_counter()
+    solution = formulation.solve(instance, SolverOptions())
+    seconds = time.perf_counter() - start
+    t = solution.timings
+    run = Run(seconds, solution.objective if solution.status == Status.OPTIMAL else None,
+              "" if solution.status == Status.OPTIMAL else solution.status.value,
+              (t.build_s, t.solve_s, t.extract_s))
+    run.extra = {k: solution.metrics.get(k) for k in ("fast_path", "classes", "iterations",
+                                                      "columns")}
+    run.extra["gap"] = solution.gap
+    run.extra["solution"] = solution
+    return run
+
+
+def family_table(sizes: list[int], seed: int, with_cvxpy: bool,
+                 families: tuple[str, ...] = FAMILIES,
+                 ipm_max: int = HIGHS_IPM_MAX_JOBS) -> Table:
+    """Table 1b: the wide-ratio and table-speed-up families, ours vs ECOS, Clarabel and raw
+    HiGHS IPM."""
+    table = Table(title="gavel.max_min_fairness, distinct job rows (J/6 GPUs per type)",
+                  box=None, show_edge=False)
+    for name in ("family", "jobs", "ours", "ours b/s/e", "path", "LPs/free", "gap", "check",
+                 "ecos", "clarabel", "highs ipm", "ours/ECOS", "solve/ECOS", "agree"):
+        table.add_column(name, justify="right")
+    for family in families:
+        last: dict[str, Run] = {}
+        for num_jobs in sizes:
+            log.info("building %s family, %d jobs ...", family, num_jobs)
+            instance = family_instance(family, num_jobs, seed)
+            label = f"{family} {num_jobs}"
+            ours = timed(f"{label} fast", partial(run_fast_checked, instance))
+            solution = ours.extra.pop("solution")
+            violations = "-"
+            if num_jobs <= CHECK_MAX_JOBS:
+                found = check(instance, solution)
+                violations = "ok" if not found else f"{len(found)} violations"
+            others: dict[str, Run | None] = {}
+            for solver in ("ECOS", "CLARABEL", "HIGHS_IPM"):
+                prev = last.get(solver)
+                too_long = predicted(prev, num_jobs / prev.jobs, CVXPY_BUDGET_S) if prev else None
+                if solver == "HIGHS_IPM" and num_jobs > ipm_max:
+                    others[solver] = Run(note=f"not run above {ipm_max}")
+                elif solver != "HIGHS_IPM" and not with_cvxpy:
+                    others[solver] = None
+                elif too_long is not None:
+                    others[solver] = Run(note=f"skipped (~{too_long:.0f} s)")
+                else:
+                    fn = (partial(run_highspy, instance, "ipm") if solver == "HIGHS_IPM"
+                          else partial(run_cvxpy, instance, solver))
+                    run = timed(f"{label} {solver}", fn)
+                    run.jobs = num_jobs
+                    others[solver] = run
+                    last[solver] = run
+            ecos = others["ECOS"]
+            solve_ratio = "-"
+            if ecos is not None and ecos.seconds and ours.phases:
+                solve_ratio = f"{ours.phases[1] / ecos.seconds:.3g}x"
+            gap = ours.extra.get("gap")
+            row = (
+                family, str(num_jobs), fmt(ours.seconds),
+                "/".join(fmt(p) for p in ours.phases) if ours.phases else "-",
+                str(ours.extra.get("fast_path")),
+                f"{ours.extra.get('iterations')}/{ours.extra.get('columns')}",
+                f"{gap:.1e}" if isinstance(gap, float) else "-", violations,
+                cell(ecos), cell(others["CLARABEL"]), cell(others["HIGHS_IPM"]),
+                ratio(ours, ecos), solve_ratio,
+                agreement(ours.objective, list(others.values())),
+            )
+            table.add_row(*row)
+            log.info("row: %s (objective %r)", " | ".join(row), ours.objective)
+    return table
+
+
+def ratio(ours: Run, base: Run | None) -> str:
+    """t_ours / t_base (below 1: ours is faster), when both reached an optimum."""
+    if base is None or base.seconds is None or ours.seconds is None:
+        return "-"
+    if base.objective is None or ours.objective is None:
+        return "-"
+    return f"{ours.seconds / base.seconds:.3g}x"
+
+
 def packed_table(sizes: list[int], noisy_sizes: list[int], seed: int) -> tuple[Table, str]:
     """Table 2: space sharing, every pair co-locatable; returns the table and a summary."""
     table = Table(title="gavel.max_min_fairness_packed (single-GPU jobs, all pairs, J/6 GPUs "
                   "per type)", box=None, show_edge=False)
     for name in ("jobs", "pairs", "classes", "pair classes", "reference b/s/e", "ref",
-                 "fast b/s/e", "fast", "path", "iters", "ref/fast", "agree"):
+                 "fast b/s/e", "fast", "path", "iters", "check", "ref/fast", "agree", "load"):
         table.add_column(name, justify="right")
     best = {"reference": 0, "fast": 0}
     previous: dict[str, tuple[Run, int] | None] = {"reference": None, "fast": None}
@@ -377,6 +562,13 @@ def packed_table(sizes: list[int], noisy_sizes: list[int], seed: int) -> tuple[T
                     best[key] = max(best[key], num_jobs)
         ref, fast = runs["reference"], runs["fast"]
         assert fast is not None
+        check_cell = "-"
+        solution = fast.extra.get("solution")
+        if isinstance(solution, Solution) and solution.status.has_solution:
+            started = time.perf_counter()
+            issues = check(instance, solution)
+            check_cell = fmt(time.perf_counter() - started) + (" NO" if issues else "")
+        del instance  # up to 4 million co-location entries: free them before the next size
 
         def phases(run: Run | None) -> str:
             if run is None or run.phases is None:
@@ -388,9 +580,10 @@ def packed_table(sizes: list[int], noisy_sizes: list[int], seed: int) -> tuple[T
             str(fast.extra.get("classes", "-")), str(fast.extra.get("pair_classes", "-")),
             phases(ref), fmt(ref.seconds) if ref else "-",
             phases(fast), fmt(fast.seconds), str(fast.extra.get("fast_path", "-")),
-            str(fast.extra.get("iterations", "-")),
+            str(fast.extra.get("iterations", "-")), check_cell,
             speedup(ref, fast),
             agreement(fast.objective, [ref]),
+            f"{os.getloadavg()[0]:.1f}",
         )
     summary = (
         f"largest job count solved to optimality within {PACKED_BUDGET_S:.0f} s "
@@ -406,11 +599,26 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-cvxpy", action="store_true", help="skip cvxpy baselines")
     parser.add_argument("--skip-packed", action="store_true", help="skip space sharing")
+    parser.add_argument("--sizes", type=int, nargs="+", default=None,
+                        help="job counts of table 1's generator rows")
+    parser.add_argument("--noisy-sizes", type=int, nargs="+", default=None,
+                        help="job counts of table 1's noisy rows")
+    parser.add_argument("--families-only", action="store_true",
+                        help="only table 1b (the wide-ratio and speed-up families)")
+    parser.add_argument("--families", nargs="+", choices=FAMILIES, default=list(FAMILIES),
+                        help="families of table 1b")
+    parser.add_argument("--ipm-max", type=int, default=HIGHS_IPM_MAX_JOBS,
+                        help="largest job count raw HiGHS IPM runs on in table 1b")
+    parser.add_argument("--family-sizes", type=int, nargs="+", default=None,
+                        help="job counts of table 1b (default 10^3..10^6; 0: skip it)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s",
                         handlers=[RichHandler(show_path=False)])
     logging.getLogger("schedlab").setLevel(logging.WARNING)
-    if args.quick:
+    if args.sizes is not None or args.noisy_sizes is not None:
+        sizes, noisy_sizes = args.sizes or [], args.noisy_sizes or []
+        packed, packed_noisy = [50, 100, 200], [100]
+    elif args.quick:
         sizes, noisy_sizes = [100, 1000], [1000]
         packed, packed_noisy = [50, 100, 200], [100]
     else:
@@ -425,9 +633,16 @@ def main() -> None:
         f"{os.cpu_count()} cores, Python {platform.python_version()}, HiGHS "
         f"{highspy.Highs().version()}, cvxpy {cp.__version__}, seed {args.seed}"
     )
-    tables = [scale_table(sizes, noisy_sizes, args.seed, not args.no_cvxpy)]
+    tables = []
+    if not args.families_only:
+        tables.append(scale_table(sizes, noisy_sizes, args.seed, not args.no_cvxpy))
+    family_sizes = args.family_sizes or ([1000, 10_000] if args.quick else
+                                         [1000, 10_000, 100_000, 1_000_000])
+    if family_sizes != [0]:
+        tables.append(family_table(family_sizes, args.seed, not args.no_cvxpy,
+                                   tuple(args.families), args.ipm_max))
     summary = ""
-    if not args.skip_packed:
+    if not args.skip_packed and not args.families_only:
         packed_result, summary = packed_table(packed, packed_noisy, args.seed)
         tables.append(packed_result)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
