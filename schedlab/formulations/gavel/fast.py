@@ -79,6 +79,7 @@ from schedlab.formulations.gavel.data import (
 from schedlab.instance import Instance
 from schedlab.solution import Solution, Status, Timings, worst_status
 from schedlab.solvers import PersistentSolver, SolveResult, SolverOptions
+from schedlab.solvers.matrix import MatrixModel, matrix_model
 
 log = logging.getLogger(__name__)
 
@@ -867,74 +868,51 @@ def solve_pair_master(
     sum_{c in q} rho_qc (mu_c - B[q,k,c] lambda_c) + g_q pi_k >= 0 for the generated pair
     columns; lambda, mu, pi >= 0.  Its optimum is the restricted primal's; when no pair
     column has a positive reduced cost it is dual feasible for the whole LP, hence optimal.
+
+    The master is a :func:`~schedlab.solvers.matrix.matrix_model` built from arrays (columns
+    lambda, mu, pi; rows added in blocks, re-solved warm by dual simplex); a pair row dropped
+    after :data:`CUT_MAX_AGE` slack iterations is made free (bounds -inf..inf), which removes
+    it from the LP without renumbering the others.
     """
     opts = options.with_method("simplex")
     num_classes, num_types = classes.num_classes, len(gpus)
-    d = pyo.ConcreteModel(name="gavel.max_min_fairness.pair_master")
-    d.lam = pyo.Var(range(num_classes), bounds=(0.0, None))
-    d.mu = pyo.Var(range(num_classes), bounds=(0.0, None))
-    d.pi = pyo.Var(range(num_types), bounds=(0.0, None))
-    d.total = pyo.Constraint(expr=sum(d.lam[c] for c in range(num_classes)) >= 1.0)
+    lam0, mu0, pi0 = 0, num_classes, 2 * num_classes  # first column of each block
+    width = 2 * num_classes + num_types
+    master = matrix_model(opts)
+    master.add_columns(np.zeros(width), np.full(width, np.inf),
+                       np.concatenate([np.zeros(num_classes), np.ones(num_classes), gpus]))
+    master.add_row(1.0, np.inf, np.arange(num_classes), np.ones(num_classes))
     sc, sr = _solo_columns(classes)
     use = classes.count[sc, None] * classes.usage[sc, sr, :]
-    lam = [d.lam[c] for c in range(num_classes)]
-    mu = [d.mu[c] for c in range(num_classes)]
-    pi = [d.pi[k] for k in range(num_types)]
-
-    def solo_rule(_: pyo.ConcreteModel, i: int) -> Any:
-        c = int(sc[i])
-        ks = np.flatnonzero(use[i])
-        expr = LinearExpression(
-            linear_coefs=[1.0, *(float(use[i, k]) for k in ks), -float(classes.fair[c, sr[i]])],
-            linear_vars=[mu[c], *(pi[k] for k in ks), lam[c]],
-        )
-        return expr >= 0.0
-
-    d.solo = pyo.Constraint(range(len(sc)), rule=solo_rule)
-    d.objective = pyo.Objective(
-        expr=sum(mu) + sum(float(gpus[k]) * pi[k] for k in range(num_types))
-    )
-    d.cuts = pyo.ConstraintList()
+    ri, rk = np.nonzero(use)
+    solo = np.arange(len(sc))
+    _add_master_rows(master, len(sc),
+                     np.concatenate([solo, ri, solo]),
+                     np.concatenate([mu0 + sc, pi0 + rk, lam0 + sc]),
+                     np.concatenate([np.ones(len(sc)), use[ri, rk], -classes.fair[sc, sr]]))
     added = np.zeros(pairs.ok.shape, dtype=bool)
-    cuts: list[Any] = []  # the master rows of the live pair columns
-    live_q: list[int] = []
-    live_k: list[int] = []
+    live_row = np.zeros(0, dtype=np.int64)  # master rows of the live pair columns
+    live_q = np.zeros(0, dtype=np.int64)
+    live_k = np.zeros(0, dtype=np.int64)
     age = np.zeros(0, dtype=np.int64)
     generated = 0
-
-    def add(q: int, k: int) -> None:
-        f, s = int(pairs.first[q]), int(pairs.second[q])
-        rf, rs = float(pairs.rho_first[q]), float(pairs.rho_second[q])
-        coefs = [rf, -rf * float(pairs.fair[q, k, 0])]
-        variables = [mu[f], lam[f]]
-        if rs > 0:
-            coefs += [rs, -rs * float(pairs.fair[q, k, 1])]
-            variables += [mu[s], lam[s]]
-        coefs.append(float(pairs.gpus[q]))
-        variables.append(pi[k])
-        cuts.append(d.cuts.add(LinearExpression(linear_coefs=coefs, linear_vars=variables)
-                               >= 0.0))
-        added[q, k] = True
-        live_q.append(q)
-        live_k.append(k)
-
-    solver = PersistentSolver(opts)
     # optimal until a sub-solve says otherwise (worst_status below); proven only when no
     # column prices out (PRICING_TOLERANCE) after an optimal master
     status = Status.OPTIMAL
     iterations = 0
     bound = np.inf
     while True:
-        result = solver.solve(d)
+        result = master.solve()
         iterations += 1
         if not result.status.has_solution or result.objective is None:
             return _Outcome(Status.ERROR, np.zeros(classes.fair.shape),
                             np.zeros((pairs.num_pairs, num_types)), None, None, iterations,
                             generated, result.message)
         value = result.objective
-        lam_v = _values(d.lam, num_classes)
-        mu_v = _values(d.mu, num_classes)
-        pi_v = _values(d.pi, num_types)
+        duals = master.values()
+        lam_v = duals[lam0:mu0]
+        mu_v = duals[mu0:pi0]
+        pi_v = duals[pi0:]
         rc = pair_reduced_costs(pairs, lam_v, mu_v, pi_v)
         rc[added] = -np.inf
         tol = PRICING_TOLERANCE * max(abs(value), 1e-12)
@@ -950,41 +928,65 @@ def solve_pair_master(
             break
         # Drop columns whose master row has been slack for CUT_MAX_AGE iterations: their primal
         # value is 0, so the master's optimum stays optimal without them; they may re-enter.
-        if live_q:
-            slack = pair_row_activity(pairs, np.asarray(live_q), np.asarray(live_k),
-                                      lam_v, mu_v, pi_v)
+        if len(live_q):
+            slack = pair_row_activity(pairs, live_q, live_k, lam_v, mu_v, pi_v)
             age = np.where(slack > 1e-6 * max(abs(value), 1e-12), age + 1, 0)
             stale = age >= CUT_MAX_AGE
-            for i in np.flatnonzero(stale):
-                cuts[i].deactivate()
-                added[live_q[i], live_k[i]] = False
-            fresh = np.flatnonzero(~stale)
-            cuts = [cuts[i] for i in fresh]
-            live_q = [live_q[i] for i in fresh]
-            live_k = [live_k[i] for i in fresh]
-            age = age[fresh]
+            if stale.any():
+                master.set_row_bounds(live_row[stale], -np.inf, np.inf)
+                added[live_q[stale], live_k[stale]] = False
+                live_row, live_q, live_k = live_row[~stale], live_q[~stale], live_k[~stale]
+                age = age[~stale]
         entering_q, entering_k = _entering_columns(pairs, rc, tol)
-        for q, k in zip(entering_q, entering_k, strict=True):
-            add(int(q), int(k))
-        generated += len(entering_q)
+        rows = _add_pair_rows(master, pairs, entering_q, entering_k, lam0, mu0, pi0)
+        added[entering_q, entering_k] = True
+        live_row = np.concatenate([live_row, rows])
+        live_q = np.concatenate([live_q, entering_q])
+        live_k = np.concatenate([live_k, entering_k])
         age = np.concatenate([age, np.zeros(len(entering_q), dtype=np.int64)])
-    gen_q = np.asarray(live_q, dtype=np.int64)
-    gen_k = np.asarray(live_k, dtype=np.int64)
+        generated += len(entering_q)
     # Complementary slackness: an optimal restricted primal uses only columns whose master row
     # is tight at the master's optimum, so the final primal gets just those (a few per class).
-    slack = pair_row_activity(pairs, gen_q, gen_k, lam_v, mu_v, pi_v)
+    slack = pair_row_activity(pairs, live_q, live_k, lam_v, mu_v, pi_v)
     tight = slack <= 1e-7 * max(abs(value), 1e-12)
-    outcome = solve_class_lp(classes, gpus, opts, pairs, (gen_q[tight], gen_k[tight]))
+    outcome = solve_class_lp(classes, gpus, opts, pairs, (live_q[tight], live_k[tight]))
     if outcome.value is None or outcome.value < value - 1e-9 * max(abs(value), 1e-12):
         log.debug("tight columns gave %s < %s; solving with all live columns",
                   outcome.value, value)
-        outcome = solve_class_lp(classes, gpus, opts, pairs, (gen_q, gen_k))
+        outcome = solve_class_lp(classes, gpus, opts, pairs, (live_q, live_k))
     outcome.iterations = iterations
     outcome.columns = generated
     outcome.bound = bound if status == Status.OPTIMAL else max(bound or 0.0, outcome.value or 0.0)
     if status != Status.OPTIMAL and outcome.status.has_solution:
         outcome.status = status
     return outcome
+
+
+def _add_master_rows(master: MatrixModel, height: int, rows: IntArray, columns: IntArray,
+                     values: FloatArray) -> IntArray:
+    """Add ``height`` rows ``>= 0`` with entries (rows, columns, values) (COO, no duplicate
+    (row, column)); returns their indices in the master."""
+    matrix = sp.csr_matrix((values, (rows, columns)), shape=(height, master.num_columns))
+    matrix.eliminate_zeros()  # a 0 coefficient is no term (as in Pyomo's algebra)
+    matrix.sort_indices()
+    return master.add_rows(np.zeros(height), np.full(height, np.inf), starts=matrix.indptr,
+                           columns=matrix.indices, values=matrix.data)
+
+
+def _add_pair_rows(master: MatrixModel, pairs: ClassPairs, q: IntArray, k: IntArray,
+                   lam0: int, mu0: int, pi0: int) -> IntArray:
+    """The dual master's rows of pair columns (q, k):
+    sum_{c in q} rho_qc (mu_c - B[q,k,c] lambda_c) + g_q pi_k >= 0."""
+    f, s = pairs.first[q], pairs.second[q]
+    rf, rs = pairs.rho_first[q], pairs.rho_second[q]
+    two = rs > 0  # a same-class pair has rho_second = 0: one class only
+    n = len(q)
+    row = np.arange(n)
+    rows = np.concatenate([row, row, row, row[two], row[two]])
+    columns = np.concatenate([mu0 + f, lam0 + f, pi0 + k, mu0 + s[two], lam0 + s[two]])
+    values = np.concatenate([rf, -rf * pairs.fair[q, k, 0], pairs.gpus[q], rs[two],
+                             -rs[two] * pairs.fair[q[two], k[two], 1]])
+    return _add_master_rows(master, n, rows, columns, values)
 
 
 def pair_row_activity(
