@@ -16,7 +16,9 @@ The targets: 16 jobs, then 32 jobs, proven within 1% in <= 60 s by the default f
 where "proven" means own gap <= 1%.  From ``--to-1pct-from`` jobs (default 32) on, a third
 method, "time-indexed, stop at 1%" (``TimeIndexed(stop_gap=0.01)``), stops as soon as its own
 gap is <= 1%: its wall seconds are the time to a proven 1% (status ``feasible`` then, since
-1% is not the MIP tolerance).  The disjunctive model runs up to ``--disjunctive-max-jobs``
+1% is not the MIP tolerance).  ``--before`` adds "time-indexed, before list search" (the
+defaults before the list search: ``list_search=False``, Benders up to 16 jobs per node), a
+baseline in the same run.  The disjunctive model runs up to ``--disjunctive-max-jobs``
 (default 32; at 64 jobs its 2 x 32 256 big-M rows per GPU pair take minutes to build and it
 proves nothing).  ``load`` is the 1-minute load average after each solve (the machine is
 shared; wall-clock limits make results depend on it).  ``--presolve-off`` adds the
@@ -65,6 +67,11 @@ TIME_INDEXED_NO_PRESOLVE = Method("time-indexed, presolve off", "saturn.time_ind
                                   (("presolve", "off"),))
 TIME_INDEXED_TO_1PCT = Method("time-indexed, stop at 1%", "saturn.time_indexed",
                               overrides=(("stop_gap", 0.01),))
+#: the defaults before the list search (Benders up to 16 jobs per node), as a baseline run
+#: in the same process: on a shared machine only such side-by-side rows compare
+TIME_INDEXED_BEFORE = Method("time-indexed, before list search", "saturn.time_indexed",
+                             overrides=(("list_search", False),
+                                        ("benders_max_jobs_per_node", 16)))
 
 
 @dataclass(frozen=True)
@@ -174,11 +181,14 @@ def main() -> None:
                         help="from this many jobs on, also solve with stop_gap = 1%%")
     parser.add_argument("--disjunctive-max-jobs", type=int, default=32,
                         help="the disjunctive model only up to this many jobs")
+    parser.add_argument("--before", action="store_true",
+                        help="also solve with the defaults before the list search (baseline)")
     args = parser.parse_args()
 
     def methods(jobs: int) -> list[Method]:
         return ([TIME_INDEXED]
                 + ([TIME_INDEXED_TO_1PCT] if jobs >= args.to_1pct_from else [])
+                + ([TIME_INDEXED_BEFORE] if args.before else [])
                 + ([DISJUNCTIVE] if jobs <= args.disjunctive_max_jobs else [])
                 + ([TIME_INDEXED_NO_PRESOLVE] if args.presolve_off else []))
 

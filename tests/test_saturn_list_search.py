@@ -94,25 +94,25 @@ def test_searched_schedules_pass_the_checker_and_are_never_longer() -> None:
         assert values[-1] == pytest.approx(found.makespan, rel=1e-9)
 
 
-@FAST
-@given(seed=st.integers(0, 10_000), jobs=st.integers(2, 5))
-def test_search_on_one_node_reaches_the_brute_force_optimum(seed: int, jobs: int) -> None:
+@pytest.mark.parametrize("seed", range(0, 60, 5))
+@pytest.mark.parametrize("weights", [(0.0, 0.0), (0.1, 0.15)])
+def test_search_on_one_node_reaches_the_brute_force_optimum(
+        seed: int, weights: tuple[float, float]) -> None:
     """On one node the decoder's lists (every order, every option) reach every active
-    schedule, so the brute-force optimum is reachable.  With the makespan alone as its cost
-    the search walks freely over lists of equal makespan, and 30 000 steps over <= 120
-    orders x 3^5 options find the optimum; with the default tie-breaking terms it may stop
-    at a longer schedule (a heuristic), never at a shorter one."""
+    schedule, so the brute-force optimum is reachable; with restarts after 2 000 idle steps
+    (each from the best list, accepting up to 2% longer lists at first) 30 000 steps find it
+    on these 2-5 job instances, with the makespan alone as the cost and with the default
+    tie-breaking terms.  Deterministic: no deadline, fixed seeds."""
     rng = random.Random(seed)
-    inst = random_instance(rng, jobs, [4])
+    inst = random_instance(rng, 2 + seed % 4, [4])
     inst = make([{"id": j.id, "configs": [c.model_dump() for c in j.configs or []]}
                  for j in inst.jobs], [4])  # one release time: the enumerator starts at 0
     data = saturn_data(inst)
-    optimum = brute_force_makespan(inst)
+    end_weight, energy_weight = weights
     found = list_search(data, greedy_placements(data), math.inf, max_iterations=30_000,
-                        end_weight=0.0, energy_weight=0.0)
-    assert found.makespan == pytest.approx(optimum, rel=1e-9)
-    tied = list_search(data, greedy_placements(data), math.inf, max_iterations=30_000)
-    assert tied.makespan >= optimum * (1 - 1e-9)
+                        stall_iterations=2_000, chunk=1_000, end_weight=end_weight,
+                        energy_weight=energy_weight)
+    assert found.makespan == pytest.approx(brute_force_makespan(inst), rel=1e-9)
 
 
 def test_stop_gap_stops_early_and_keeps_the_status_honest() -> None:
@@ -127,8 +127,8 @@ def test_stop_gap_stops_early_and_keeps_the_status_honest() -> None:
     assert solution.gap <= 0.9
     assert "list_search_iterations" not in solution.metrics
     assert "benders_iterations" not in solution.metrics
-    if solution.gap > 1e-4:
-        assert solution.status in (Status.FEASIBLE, Status.TIME_LIMIT)
+    if solution.gap > 1e-4:  # stopped by the stop gap: done, not proven
+        assert solution.status == Status.FEASIBLE
     else:
         assert solution.status == Status.OPTIMAL
     assert check(inst, solution) == []

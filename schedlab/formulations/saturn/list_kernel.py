@@ -80,7 +80,24 @@ def decode(order: np.ndarray, pick: np.ndarray, gpus: np.ndarray, run: np.ndarra
     (s), ``nodes`` and ``node_end`` (last end per node, s) and returns (makespan s,
     GPU-seconds of the chosen options).
     ``pt``, ``pu`` (nodes x (2 jobs + 2)) and ``count`` are work arrays."""
+    span, energy, _ = _decode(order, pick, gpus, run, node, first, release, capacity, pt, pu,
+                              count, starts, nodes, node_end, np.inf, np.inf, 0.0, 0.0)
+    return span, energy
+
+
+@njit(cache=True)
+def _decode(order: np.ndarray, pick: np.ndarray, gpus: np.ndarray, run: np.ndarray,
+            node: np.ndarray, first: np.ndarray, release: np.ndarray, capacity: np.ndarray,
+            pt: np.ndarray, pu: np.ndarray, count: np.ndarray, starts: np.ndarray,
+            nodes: np.ndarray, node_end: np.ndarray, threshold: float, shortest: float,
+            end_weight: float, energy_weight: float) -> tuple[float, float, bool]:
+    """:func:`decode` that gives up (returns complete = False) as soon as the partial list
+    can neither be accepted nor be the shortest: its cost (``late_acceptance``'s, with
+    ``end_weight``, ``energy_weight``) exceeds ``threshold`` and its makespan reaches
+    ``shortest``.  Every term of the cost, and the makespan, only grow as jobs are added,
+    so the complete list would fail both tests too."""
     num_nodes = capacity.shape[0]
+    total_gpus = capacity.sum()
     for n in range(num_nodes):
         count[n] = 1
         pt[n, 0] = 0.0
@@ -88,6 +105,8 @@ def decode(order: np.ndarray, pick: np.ndarray, gpus: np.ndarray, run: np.ndarra
         node_end[n] = 0.0
     span = 0.0
     energy = 0.0
+    end_sum = 0.0
+    margin = threshold + 1e-9 * max(1.0, abs(threshold))
     for idx in range(order.shape[0]):
         j = order[idx]
         c = first[j] + pick[j]
@@ -117,10 +136,14 @@ def decode(order: np.ndarray, pick: np.ndarray, gpus: np.ndarray, run: np.ndarra
         energy += g * r
         end = t + r
         if end > node_end[n]:
+            end_sum += end - node_end[n]
             node_end[n] = end
         if end > span:
             span = end
-    return span, energy
+        if span >= shortest - EPS and (span + end_weight * end_sum / num_nodes
+                                       + energy_weight * energy / total_gpus) > margin:
+            return span, energy, False
+    return span, energy, True
 
 
 @njit(cache=True)
@@ -141,11 +164,12 @@ def late_acceptance(order: np.ndarray, pick: np.ndarray, history: np.ndarray, st
                     best_order: np.ndarray, best_pick: np.ndarray, gpus: np.ndarray,
                     run: np.ndarray, node: np.ndarray, first: np.ndarray, choices: np.ndarray,
                     release: np.ndarray, capacity: np.ndarray, iterations: int, seed: int,
-                    end_weight: float, energy_weight: float) -> None:
+                    end_weight: float, energy_weight: float, slack: float = 0.0) -> None:
     """``iterations`` steps of late acceptance (module docstring) from the current list
     (``order``, ``pick``, updated in place) with the cost history ``history`` (updated;
     its step counter is ``state[2]``).  ``state`` = [current cost (NaN: compute it and fill
-    the history with it), best makespan, step]:
+    the history with (1 + ``slack``) x it, so that for the next ``history`` steps lists up to
+    ``slack`` worse may be accepted), best makespan, step]:
     the shortest list seen is kept in ``best_order``, ``best_pick`` (updated when any trial
     list, accepted or not, is shorter than ``state[1]``).  ``choices[j]``: how many choices
     job j has."""
@@ -168,7 +192,7 @@ def late_acceptance(order: np.ndarray, pick: np.ndarray, history: np.ndarray, st
                               count, starts, nodes, node_end)
         state[0] = (span + end_weight * node_end.sum() / num_nodes
                     + energy_weight * energy / total_gpus)
-        history[:] = state[0]
+        history[:] = state[0] * (1.0 + slack)
     for _ in range(iterations):
         trial_order[:] = order
         trial_pick[:] = pick
@@ -186,12 +210,18 @@ def late_acceptance(order: np.ndarray, pick: np.ndarray, history: np.ndarray, st
             trial_pick[j] = np.random.randint(choices[j])
             if u > 0.8:
                 _move(trial_order, a, b)
-        span, energy = decode(trial_order, trial_pick, gpus, run, node, first, release,
-                              capacity, pt, pu, count, starts, nodes, node_end)
-        cost = (span + end_weight * node_end.sum() / num_nodes
-                + energy_weight * energy / total_gpus)
         step = int(state[2]) % length
         state[2] += 1
+        span, energy, complete = _decode(
+            trial_order, trial_pick, gpus, run, node, first, release, capacity, pt, pu, count,
+            starts, nodes, node_end, max(state[0], history[step]), state[1], end_weight,
+            energy_weight)
+        if not complete:  # rejected, and not the shortest: the history step stays as is
+            if state[0] < history[step]:
+                history[step] = state[0]
+            continue
+        cost = (span + end_weight * node_end.sum() / num_nodes
+                + energy_weight * energy / total_gpus)
         if span < state[1] - EPS:  # the shortest list seen, accepted or not
             state[1] = span
             best_order[:] = trial_order

@@ -7,7 +7,8 @@ late-acceptance hill climbing over lists (``list_kernel.late_acceptance``), comp
 in chunks of iterations between which it reads the clock: it stops at a deadline, when the
 best makespan reaches ``stop_at`` (e.g. a proven lower bound divided by 1 - target gap), or
 after ``stall_iterations`` iterations without a shorter schedule.  When a run stalls before
-the deadline it restarts from the best list with a fresh history (``restarts``).
+the deadline it restarts from the best list with a history that accepts lists up to
+``reheat`` (2%) costlier at first (``restarts``).
 
 Every schedule it returns is decoded from a list, so it is feasible (the tests check them
 with ``NodeTimeline`` and the independent checker); it proves nothing: the bound of a solve
@@ -135,6 +136,7 @@ def list_search(
     energy_weight: float = 0.15,
     seed: int = 0,
     max_iterations: int | None = None,
+    reheat: float = 0.02,
 ) -> ListSearchResult:
     """Improve the schedule ``start`` (placements, any feasible schedule) until ``deadline``
     (``time.perf_counter``), until the best makespan is <= ``stop_at`` (s), or until
@@ -142,7 +144,9 @@ def list_search(
     schedule (module docstring).  ``end_weight``, ``energy_weight``: the cost's tie-breaking
     terms (``list_kernel``).  The start list is ``start`` in order of start time with
     its options.  Returns ``start`` itself (decoded again) when nothing shorter is found.
-    ``max_iterations``: stop after that many iterations (whole chunks) as well.
+    ``max_iterations``: stop after that many iterations (whole chunks) as well.  A restart
+    starts from the best list with a history of (1 + ``reheat``) x its cost, so that it may
+    leave that list's basin (a plain restart would accept only what the stalled run did).
     Deterministic for a given ``seed`` when the deadline does not bind."""
     kernel = _kernel()
     arrays = list_arrays(data)
@@ -168,7 +172,7 @@ def list_search(
                                arrays.run, arrays.node, arrays.first, arrays.choices,
                                arrays.release, arrays.capacity, chunk,
                                seed * 1_000_003 + result.iterations // chunk, end_weight,
-                               energy_weight)
+                               energy_weight, reheat if result.restarts else 0.0)
         result.iterations += chunk
         if state[1] < before:
             since = 0

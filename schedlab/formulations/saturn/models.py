@@ -527,8 +527,9 @@ class TimeIndexed(SaturnMilp):
         when the exact makespan meets it within ``target_gap`` (relative, default 1e-4 as a MIP
         solver's optimality tolerance; ``gap`` gives the value), ``time_limit`` when a phase
         was cut short by the limit, else ``feasible``.  ``stop_gap`` (e.g. 0.01) ends the
-        phases once the gap is within it; the status is then ``feasible`` unless the gap is
-        also within ``target_gap``.
+        phases once the gap is within it; the status is then ``feasible`` (even when an
+        earlier phase hit its share of the time) unless the gap is also within
+        ``target_gap``.
         """
         opts = replace(options or SolverOptions(), warm_start=True)
         if opts.solver == "highs" and "presolve" not in opts.extra:
@@ -654,6 +655,9 @@ class TimeIndexed(SaturnMilp):
                 # relative gap tolerance; ``gap`` says how close, the tolerance is recorded
                 solution.status = Status.OPTIMAL
                 solution.metrics["gap_tolerance"] = self.target_gap
+            elif solution.gap is not None and solution.gap <= self.stop_at_gap:
+                # stopped by ``stop_gap``: done, but not a proof of optimality
+                solution.status = Status.FEASIBLE
             else:
                 solution.status = Status.TIME_LIMIT if cut_short else Status.FEASIBLE
         elif not solution.metrics["grid_exact"] and solution.status == Status.OPTIMAL:
