@@ -847,7 +847,9 @@ def simulate(
             return _run(pending, cluster, policy, name, length, mode, seed, max_rounds,
                         progress, end_round_early, stall_rounds, mechanism, sinks)
     except KeyboardInterrupt:
-        log.warning("simulation of %s interrupted; no result", name)
+        log.warning("simulation of %s interrupted; %s", name,
+                    "no result" if on_job_done is None
+                    else "the finished jobs' records were handed to on_job_done")
         raise
 
 
