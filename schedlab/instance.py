@@ -386,7 +386,7 @@ class Instance(_Strict):
         (which validation rejects).
         """
         key = _colocation_key(self)
-        cached = self._colocation
+        cached = getattr(self, "_colocation", None)  # absent in an Instance pickled before it
         if cached is not None and cached[0] == key:
             return cached[1]
         arrays = colocation_of([job.id for job in self.jobs],
