@@ -154,6 +154,17 @@ def test_other_seeds_match_reference(seed: int) -> None:
     assert_same_optimum(instance, reference(instance), price_solution(instance))
 
 
+@pytest.mark.usefixtures("small_thresholds")
+def test_aggregated_classes_match_reference() -> None:
+    """Repeated jobs (the generator's rows, classes of many jobs each) on the price path."""
+    instance = generate_gavel_instance(150, dict.fromkeys(TYPES, 25), 4)
+    formulation = MaxMinFairness(method="fast", num_rounds=0)
+    formulation.name = "gavel.max_min_fairness"
+    got = fast.solve_max_min_fast(formulation, instance, SolverOptions(), path="prices")
+    assert got.metrics["classes"] < len(instance.jobs)
+    assert_same_optimum(instance, reference(instance), got)
+
+
 def test_default_path_for_many_distinct_jobs() -> None:
     """No pairs and more classes than the class-LP limit: the price path is chosen."""
     instance = family("noisy", num_jobs=fast.CLASS_LP_MAX_CLASSES + 20)

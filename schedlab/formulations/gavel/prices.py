@@ -389,8 +389,10 @@ def restricted_lp(
     level = float(x[0])
     span = max(abs(level), 1e-12)
     at_bound = (level <= t_low + 1e-12 * span and t_low > 0) or level >= t_high - 1e-12 * span
-    return _Restricted(True, level, z_free, np.clip(-duals[:nw], 0.0, None),
-                       np.clip(duals[nw:2 * nw], 0.0, None),
+    # the rows are per class; one job's duals are the class's divided by its size
+    size = count[w]
+    return _Restricted(True, level, z_free, np.clip(-duals[:nw], 0.0, None) / size,
+                       np.clip(duals[nw:2 * nw], 0.0, None) / size,
                        np.clip(duals[2 * nw:], 0.0, None), bool(at_bound))
 
 
