@@ -178,16 +178,19 @@ class RoundMechanism:
     def _placeable_options(self) -> list[tuple[Unit, str, float]]:
         """(unit, accelerator, X) with X > 0 that can ever be placed; warn about the rest."""
         pools = self.instance.cluster.accelerators
+        count = {acc: pool.count for acc, pool in pools.items()}
+        jobs, gang, min_share = self._jobs, self.gang, self.min_share
         options: list[tuple[Unit, str, float]] = []
         for unit, shares in self.targets.items():
             for acc, share in shares.items():
-                if share <= self.min_share:
+                if share <= min_share:
                     continue
-                if self.gang[unit] > pools[acc].count:
+                if gang[unit] > count[acc]:
                     log.warning("%s: gang of %d GPUs exceeds the %d %s GPUs; share %.3g "
                                 "is never placed", "+".join(unit), self.gang[unit],
                                 pools[acc].count, acc, share)
-                elif not self._can_run(unit, acc):
+                elif not (jobs[unit[0]].throughput.get(acc, 0.0) > 0.0 if len(unit) == 1
+                          else self._can_run(unit, acc)):
                     log.warning("%s: no positive throughput on %s; share %.3g is never placed",
                                 "+".join(unit), acc, share)
                 else:
@@ -524,11 +527,18 @@ def _unit_targets(
         shares = targets.setdefault(unit, {})
         shares[acc] = shares.get(acc, 0.0) + share
 
-    for job_id, shares in allocation.items():
+    isfinite = math.isfinite
+    for job_id, shares in allocation.items():  # add() inlined: 10^5 jobs pass here
         if job_id not in order:
             raise InputError(f"unknown job {job_id!r}", field=f"allocation.{job_id}")
+        if not shares:
+            continue
+        row: dict[str, float] = {}
         for acc, share in shares.items():
-            add((job_id,), acc, share, f"allocation.{job_id}.{acc}")
+            if acc not in pools or not isfinite(share) or share < 0.0:
+                add((job_id,), acc, share, f"allocation.{job_id}.{acc}")  # raises
+            row[acc] = 0.0 + share
+        targets[(job_id,)] = row
     for n, pair in enumerate(colocated):
         a, b = pair.jobs
         where = f"colocated_allocation[{n}]"
