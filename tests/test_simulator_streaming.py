@@ -225,3 +225,24 @@ def test_record_chunks_keep_finished_jobs_on_interrupt(tmp_path: Path) -> None:
         assert row["job"] == want["job"] and row["policy"] == "watcher"
         for name in ("arrival", "start", "finish", "jct", "gpu_seconds", "time_on_v100"):
             assert math.isclose(float(row[name]), float(want[name]), rel_tol=1e-9)
+
+
+def test_cli_single_run_quiet_prints_only_the_result_line(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """One run from the CLI with --quiet: stdout is the result line, stderr is empty, the
+    chunk file is gone and --out holds one row per job with the finished count the line's
+    run reports."""
+    from schedlab.cli import main
+
+    out = tmp_path / "jobs.csv"
+    code = main(["simulate", "--policy", "fifo", "--jobs", "12", "--jobs-per-hour", "30",
+                 "--out", str(out), "--quiet"])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert captured.err == ""
+    lines = captured.out.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fifo jobs_per_hour=30 seeds=1 avg_jct_h=")
+    assert not (tmp_path / "jobs.csv.partial.csv").exists()
+    with out.open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 12 and all(row["finish"] != "" for row in rows)
