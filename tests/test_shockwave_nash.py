@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedlab.check import check
-from schedlab.formulations.shockwave.integral import log_segments
+from schedlab.formulations.shockwave.integral import log_segments, pack_rounds
 from schedlab.formulations.shockwave.nash import NashWelfare
 from schedlab.instance import Instance, instance_from_dict
 from schedlab.registry import get_formulation
@@ -214,8 +214,8 @@ def test_log_epigraph_is_the_interpolation() -> None:
 
 def test_integral_finish_time_rows_infeasible_by_relaxation() -> None:
     """The case of test_finish_time_rows_bind in the integral mode: FT = 600 asks
-    p_0 >= 3.2 epochs, more than two rounds give (2.4): the LP relaxation is infeasible
-    already, which proves the MILP infeasible.  FT = 840 asks p_0 >= 2: two rounds."""
+    p_0 >= 3.2 epochs, more than two rounds give (2.4): a relaxation is infeasible already,
+    which proves the MILP infeasible.  FT = 840 asks p_0 >= 2: two rounds."""
     jobs = [(1, 6, 1, 100.0), (1, 4, 0, 200.0)]
     inst = window(jobs, 1)
 
@@ -225,10 +225,34 @@ def test_integral_finish_time_rows_infeasible_by_relaxation() -> None:
 
     infeasible = with_target(600.0).solve(inst)
     assert infeasible.status == Status.INFEASIBLE
-    assert any("LP relaxation" in d for d in infeasible.diagnostics)
+    assert any("relaxation is infeasible" in d for d in infeasible.diagnostics)
     bound = with_target(840.0).solve(inst, SolverOptions(mip_gap=0.0))
     assert bound.status == Status.OPTIMAL
     assert bound.metrics["planned_epochs"]["j0"] >= 2.0 - 1e-6
+
+
+def test_pack_rounds_by_hand() -> None:
+    """Largest gang first into the least-loaded rounds: s = (2, 2, 1), n = (1, 1, 2), G = 3,
+    W = 2 -> job 0 in round 0, job 1 in round 1 (round 0 holds 2), job 2 in both (3, 3).
+    With s = (2, 1, 1) and n = (2, 1, 1) on G = 2 job 0 fills both rounds: no packing."""
+    y = pack_rounds(np.array([1.0, 1.0, 2.0]), np.array([2.0, 2.0, 1.0]), 3, 2)
+    assert y is not None
+    np.testing.assert_array_equal(y, [[1, 0], [0, 1], [1, 1]])
+    assert pack_rounds(np.array([2.0, 1.0, 1.0]), np.array([2.0, 1.0, 1.0]), 2, 2) is None
+
+
+def test_integral_falls_back_when_round_counts_do_not_pack() -> None:
+    """Three 2-GPU jobs on 3 GPUs over 2 rounds: the round counts allow 2 x 3 = 6 GPU-rounds
+    (one round each), but a round holds one 2-GPU gang, so only two job-rounds fit.  The
+    full MILP runs and reaches the enumerated optimum (two jobs run one round each)."""
+    jobs = [(2, 4, 1, 60.0), (2, 4, 1, 60.0), (2, 4, 1, 60.0)]
+    inst = window(jobs, 3)
+    best, _ = enumerate_integral(jobs, 3, 2, 120.0)
+    sol = oracle("integral").solve(inst, SolverOptions(mip_gap=0.0))
+    assert sol.status == Status.OPTIMAL
+    assert "round_count_relaxation" not in sol.metrics
+    assert sol.objective == pytest.approx(best, rel=1e-6)
+    assert sum(len(r) for r in sol.rounds or []) == 2
 
 
 @settings(max_examples=15, deadline=None)

@@ -96,6 +96,27 @@ def start_values(lower: FloatArray, x_cols: IntArray, gangs: FloatArray,
     return values
 
 
+def pack_rounds(counts: FloatArray, scale: FloatArray, gpus: int,
+                rounds: int) -> FloatArray | None:
+    """Whole gangs y[j,t] with sum_t y[j,t] = n_j (``counts``) and sum_j s_j y[j,t] <= G in
+    every round, or None when this rule finds none: gangs by decreasing size s_j (ties: job
+    order), each job's n_j rounds the n_j least-loaded ones (ties: earlier round)."""
+    n = np.round(np.asarray(counts, dtype=float)).astype(np.int64)
+    if (n < 0).any() or (n > rounds).any():
+        return None
+    load = np.zeros(rounds)
+    y = np.zeros((len(n), rounds))
+    for j in np.argsort(-np.asarray(scale, dtype=float), kind="stable"):
+        if n[j] == 0:
+            continue
+        chosen = np.argsort(load, kind="stable")[: n[j]]
+        if (load[chosen] + scale[j] > gpus + 1e-9).any():
+            return None
+        y[j, chosen] = 1.0
+        load[chosen] += scale[j]
+    return y
+
+
 def solve_with_start(model: MatrixModel, integer_columns: IntArray,
                      make_start: Callable[[FloatArray], FloatArray],
                      options: SolverOptions) -> tuple[SolveResult, SolveResult | None]:
@@ -119,5 +140,5 @@ def solve_with_start(model: MatrixModel, integer_columns: IntArray,
     return model.solve(time_limit_s=remaining, mip_gap=options.mip_gap), relaxed
 
 
-__all__ = ["log_segments", "matrix_model", "pwl_log_epigraph", "solve_with_start",
-           "start_values"]
+__all__ = ["log_segments", "matrix_model", "pack_rounds", "pwl_log_epigraph",
+           "solve_with_start", "start_values"]
