@@ -34,8 +34,10 @@ Rows: sum_j s_j x[j,t] <= G (each round); d_j p_j <= L sum_t x[j,t] (each job). 
   through the breakpoints b = 0, .2, .4, .6, .8, 1 (log 0 read as log 1e-6).  :meth:`build`
   writes it as an SOS2 of weights lambda (sum lambda = 1, sum lambda_i b_i = q_j,
   lambda_i <= y_{i-1} + y_i for segment binaries y with sum y = 1); :meth:`solve` uses that
-  Pyomo model only with user constraints, and otherwise one matrix model with the log as its
-  concave epigraph (the same optimum), started from the LP relaxation's rounded plan
+  Pyomo model only with user constraints.  Otherwise the log is its concave epigraph (the
+  same optimum); the relaxation over round counts n_j (one capacity row) is solved and its
+  counts packed into rounds, and only when they do not pack is the full MILP solved, as one
+  matrix model started from the LP relaxation's rounded plan
   (:mod:`~schedlab.formulations.shockwave.integral`).  MIP gap 1e-3 and time limit 15 s
   (Shockwave's ``solver_rel_gap`` and ``solver_timeout``) unless the options or the
   instance's params set them.
