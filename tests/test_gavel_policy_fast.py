@@ -271,3 +271,23 @@ def test_water_filling_levels_equal_the_reference(name: str, seed: int,
         assert recomputed == pytest.approx(fast, rel=2e-5, abs=1e-7)
     for fast_values, reference_values in policy.values:
         assert fast_values == pytest.approx(reference_values, rel=1e-5, abs=1e-7)
+
+
+@pytest.mark.parametrize("name", ["gavel.finish_time_fairness", "gavel.min_makespan",
+                                  "gavel.max_sum_throughput", "gavel.hierarchical"])
+def test_a_failed_array_solve_is_counted(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An array-path solve that raises SolverError falls back to priority order and is
+    counted in ``failed_solves``, as a failed reference solve is."""
+    from schedlab.errors import SolverError
+    from schedlab.policies import gavel_class_lp, gavel_water_filling
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise SolverError("sabotaged")
+
+    for cls in (gavel_job_lp.FinishTimeSearch, gavel_job_lp.MakespanLP,
+                gavel_class_lp.SumThroughputClassLP, gavel_water_filling.WaterFilling):
+        monkeypatch.setattr(cls, "solve", broken)
+    instance = generate_gavel_instance(4, {"v100": 1, "k80": 1}, seed=2, jobs_per_hour=20)
+    result = simulate(instance, policy=GavelPolicy(name), round_s=360.0)
+    assert result.complete
+    assert result.failed_solves == result.solves > 0

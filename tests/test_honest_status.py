@@ -171,6 +171,7 @@ def test_simulation_counts_failed_solves(monkeypatch: pytest.MonkeyPatch) -> Non
         return self.infeasible_solution(instance, "sabotaged")
 
     monkeypatch.setattr(FinishTimeFairness, "solve", nothing)
-    result = simulate(inst, policy=get_policy("gavel.finish_time_fairness"))
+    # the reference model (the array path's failures: tests/test_gavel_policy_fast.py)
+    result = simulate(inst, policy=get_policy("gavel.finish_time_fairness", method="generic"))
     assert result.failed_solves == result.solves > 0
     assert result.summary()["failed_solves"] == result.failed_solves
