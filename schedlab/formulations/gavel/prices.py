@@ -39,13 +39,14 @@ dual exactly when every fixed class's segment is still a lower-hull segment at p
 dual value: optimal.  Classes that fail join W and the small LP is solved again; W only
 grows, so this ends.
 
-**Where the first prices come from** (:func:`solve_by_prices`): nested random samples of the
-classes, each ~10x the previous, every sample's multiplicities scaled to the full job count.
-The smallest sample is solved as the plain class LP; each larger one by the fixed-segment
-scheme above, starting from the previous sample's (t, pi) and putting into W only the classes
-whose segment at that point is within a margin of changing (a level near a hull vertex, or
-another pattern nearly on the supporting line).  The sampled prices are within about
-1/sqrt(sample) of the full problem's, so W stays a small band of the classes.
+**Where the first prices come from** (:func:`solve_by_prices`): the class LP on a random
+sample of :data:`SAMPLE_CLASSES` classes (multiplicities scaled to the job count) gives a
+first (t, pi); quasi-Newton steps on the market-clearing equations D(t, pi) = n (priced types),
+sum_c m_c lambda_c = 1 bring it close on all classes (:func:`newton_prices`); the fixed-segment
+loop then starts with the classes within :data:`BAND_MARGIN` of changing segment free (at least
+:data:`MIN_FREE`).  When t* sits at the slowest job's best level while capacities bind, the
+prices are not pinned by those equations and :func:`solve_price_path` hands the instance to the
+capacity master instead (docs/fast_paths.md, section 3b).
 
 **Certificate** (:func:`certify`): the primal (z clipped, rescaled to the capacities) and the
 dual (mu recomputed as max(0, max_r lambda A - pi . U), everything divided by
