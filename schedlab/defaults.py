@@ -14,3 +14,8 @@ ROUND_S = 360.0
 #: A job is treated unfairly when its finish-time fairness rho exceeds this: Shockwave's
 #: threshold (NSDI'23 counts jobs with rho > 1.05 in its "unfair fraction").
 UNFAIR_THRESHOLD = 1.05
+
+#: Replay: wall seconds between periodic checkpoints inside a segment (besides the ones at
+#: preemption and finish).  Here, not in the executor, so the command line can show it
+#: without importing torch.
+REPLAY_CHECKPOINT_EVERY_S = 10.0

@@ -51,7 +51,7 @@ def _positive_int(text: str) -> int:
 
 def add_replay_command(sub: Any, common: argparse.ArgumentParser, parser_class: type) -> None:
     """Register ``replay`` on the top-level subparsers ``sub``."""
-    from schedlab.executor.replay import DEFAULT_CHECKPOINT_EVERY_S
+    from schedlab.defaults import REPLAY_CHECKPOINT_EVERY_S as DEFAULT_CHECKPOINT_EVERY_S
 
     replay = sub.add_parser(
         "replay", parents=[common],

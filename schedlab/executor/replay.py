@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from schedlab.defaults import REPLAY_CHECKPOINT_EVERY_S
 from schedlab.errors import InputError
 from schedlab.executor.backends import Backend
 from schedlab.executor.plan import Plan, Segment, Slot, slot_name
@@ -61,7 +62,7 @@ log = logging.getLogger(__name__)
 JOURNAL = "journal.jsonl"
 JOURNAL_SCHEMA = "schedlab/replay-journal@1"
 #: Default seconds between periodic checkpoints inside a segment (wall clock).
-DEFAULT_CHECKPOINT_EVERY_S = 10.0
+DEFAULT_CHECKPOINT_EVERY_S = REPLAY_CHECKPOINT_EVERY_S
 #: Least grace (wall seconds) after a segment's end before the watchdog calls it hung.
 MIN_HANG_GRACE_S = 2.0
 #: Steps-budget mode: least wall seconds without a sign of life before a segment is hung.
