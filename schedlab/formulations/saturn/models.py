@@ -677,8 +677,9 @@ class TimeIndexed(SaturnMilp):
         :attr:`stop_at_gap` of the proven bound ``bound_s`` or after
         ``list_search_restarts`` restarts, each after 2000 J^1.5 iterations without a shorter
         schedule (J jobs).  ``list_search_restarts=None``: 1 when the Benders phase follows
-        (it proves such instances, and needs the time), else no limit (the share of the time
-        ends it).  A heuristic: it only shortens the incumbent."""
+        (it proves such instances, and needs the time), else no limit under a time limit (the
+        share of the time ends it) and 3 without one.  A heuristic: it only shortens the
+        incumbent."""
         current = left_shift(data, placed)
         span = makespan(to_schedule(data, current))
         stop = self.stop_at_gap
@@ -689,7 +690,7 @@ class TimeIndexed(SaturnMilp):
                   else max(1.0, now - t0))
         restarts = self.list_search_restarts
         if restarts is None:
-            restarts = 1 if benders_on else 10**6
+            restarts = 1 if benders_on else (10**6 if deadline is not None else 3)
         found = list_search(data, current, now + budget,
                             stop_at=bound_s / (1 - stop) if stop > 0 else bound_s,
                             stall_iterations=int(2_000 * max(1, data.num_jobs) ** 1.5),
