@@ -11,14 +11,16 @@ Only the parts a formulation produces are filled:
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from schedlab.atomic import write_bytes_atomic
 from schedlab.errors import InputError
-from schedlab.instance import read_document, write_json_atomic
+from schedlab.instance import read_document
 
 SOLUTION_SCHEMA = "schedlab/solution@1"
 
@@ -145,8 +147,31 @@ class Solution(_Model):
         return self.model_dump(mode="json", by_alias=True)
 
     def save(self, path: str | Path) -> None:
-        """Write as JSON atomically."""
-        write_json_atomic(path, self.to_dict())
+        """Write as JSON atomically (:func:`dumps_by_line`: one top-level field, allocation
+        row, round or schedule entry per line)."""
+        write_bytes_atomic(path, dumps_by_line(self.to_dict()).encode("utf-8"))
+
+
+def dumps_by_line(payload: dict[str, Any]) -> str:
+    """JSON of ``payload`` with one top-level key per line and, inside a dict or list value,
+    one entry per line; every entry itself compact.  Same document as ``json.dumps``, but
+    every piece goes through the C encoder (``indent`` falls back to the pure-Python one:
+    0.7 s of CPU for a 10 000-job solution with 20 rounds).  NaN and infinities are refused
+    (``ValueError``), as JSON has no such numbers."""
+
+    def compact(value: Any) -> str:
+        return json.dumps(value, allow_nan=False)
+
+    def block(value: Any) -> str:
+        if isinstance(value, dict) and value:
+            items = (f"    {compact(str(k))}: {compact(v)}" for k, v in value.items())
+            return "{\n" + ",\n".join(items) + "\n  }"
+        if isinstance(value, list) and value:
+            return "[\n" + ",\n".join(f"    {compact(v)}" for v in value) + "\n  ]"
+        return compact(value)
+
+    fields = (f"  {compact(str(k))}: {block(v)}" for k, v in payload.items())
+    return "{\n" + ",\n".join(fields) + "\n}\n"
 
 
 def load_solution(path: str | Path) -> Solution:
