@@ -1276,12 +1276,14 @@ def _run_simulations(args: argparse.Namespace, policies: list[str]) -> tuple[Any
             loads = [SHOCKWAVE_JOBS_PER_HOUR]
     # Build the first job stream here: a bad trace fails now, with its own message.
     first = workload.build(args.seeds[0], loads[0], args.round_s)
-    log.info("workload %s: %d jobs on %d GPUs", first.name, len(first.jobs), workload.gpus)
+    num_jobs = len(first.jobs)
+    log.info("workload %s: %d jobs on %d GPUs", first.name, num_jobs, workload.gpus)
+    del first  # each run builds its own; at 10^5 jobs this copy is ~10^2 MB
     specs = sweep.plan_runs(policies, loads, args.seeds, workload, round_s=args.round_s,
                             mechanism=args.mechanism)
 
     if len(specs) == 1 and not args.runs_dir:
-        results = _run_single(specs[0], len(first.jobs), out, args.quiet)
+        results = _run_single(specs[0], num_jobs, out, args.quiet)
     else:
         with tempfile.TemporaryDirectory(prefix="schedlab-runs-") as scratch:
             folder = Path(args.runs_dir) if args.runs_dir else Path(scratch)

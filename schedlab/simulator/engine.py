@@ -830,6 +830,7 @@ def simulate(
         raise InputError(f"max_rounds must be >= 0, got {max_rounds}", field="max_rounds")
     _validate_jobs(workload, cluster, length)
     all_jobs = _fresh_copies(workload, mode)
+    del workload  # the run's copies are all it needs (from an Instance: ~1 kB a job)
     if mechanism == "gavel":  # Gavel reads whole steps (int(total_steps))
         for js in all_jobs:
             js.total_steps = max(float(math.floor(js.total_steps)), 1.0)
