@@ -278,3 +278,27 @@ def test_rounded_gangs_never_exceed_capacity(jobs: list[tuple[int, int, int, flo
 def test_check_formulation(name: str) -> None:
     report = check_formulation(name)
     assert "checker" in report.passed and "status" in report.passed
+
+
+def test_reported_optimal_without_a_proof_is_feasible() -> None:
+    """A solver's "optimal" whose bound is far from the plan's own objective (its gap test
+    acted on the scaled objective) proves nothing: the window solution says feasible; a
+    bound within the gap tolerance keeps optimal."""
+    from schedlab.solvers import SolveResult
+
+    inst = window([(1, 4, 0, 60.0), (2, 4, 1, 90.0)], gpus=2)
+    form = oracle("integral")
+    data = form.window_data(inst)
+    x = np.zeros((2, data.rounds))
+    x[0, 0] = 1.0  # job 0 runs round 0: a feasible plan
+    value = data.objective(x.sum(axis=1), "integral")
+    for bound, expected in ((value + 0.5 * abs(value), Status.FEASIBLE),
+                            (value + 1e-5 * abs(value), Status.OPTIMAL)):
+        result = SolveResult(status=Status.OPTIMAL, objective=value * data.objective_scale,
+                             bound=bound * data.objective_scale, gap=0.0, solve_s=0.0,
+                             gap_tolerance=1e-3)
+        sol = form._integral_solution(data, inst, result, x)
+        assert sol.status == expected
+        assert sol.gap == pytest.approx(abs(bound - value) / abs(value), rel=1e-9)
+        assert ("reported as feasible" in " ".join(sol.diagnostics)) == (
+            expected == Status.FEASIBLE)
