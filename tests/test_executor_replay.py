@@ -152,7 +152,8 @@ def test_sigkill_mid_segment_resumes_from_last_checkpoint(tmp_path: Path,
     assert job.finished and job.realized_steps == 400
     (fault,) = [f for f in job.faults if f["kind"] == "worker_died"]
     assert fault["steps_reached"] is not None
-    assert fault["steps_reached"] > fault["resumed_from_steps"] >= 0
+    # (equal when the kill lands right after a checkpoint, before the next progress report)
+    assert fault["steps_reached"] >= fault["resumed_from_steps"] >= 0
     # the work lost is what ran after the last checkpoint: at most one interval (plus the
     # step that crossed it and the 20 ms progress-report granularity, under load)
     assert fault["lost_s"] <= every + 0.25
