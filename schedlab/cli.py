@@ -482,7 +482,8 @@ def _allocation_table(instance: Any, solution: Any) -> Table:
     """Share of time X[j,k] per job and accelerator type, plus per-job metrics."""
     types = list(instance.types)
     job_ids = [job.id for job in instance.jobs]
-    extra = [j for j in solution.allocation if j not in set(job_ids)]
+    known = set(job_ids)
+    extra = [j for j in solution.allocation if j not in known]
     job_ids += extra
     metrics = _per_job_metrics(solution, set(job_ids))
     table = Table(title="allocation (share of time per accelerator type)", title_justify="left")
