@@ -415,3 +415,14 @@ def test_pyomo_rows_from_csr_arrays() -> None:
     assert solve_model(m).objective == pytest.approx(14 / 5, rel=1e-9)  # the hand LP
     with pytest.raises(ValueError, match="empty"):
         add_rows(m, "bad", matrix, list(m.x.values()), 1.0, None)
+
+
+def test_solve_proven_returns_an_optimum_or_names_what_failed(backend: str) -> None:
+    model = hand_lp(backend)
+    result = model.solve_proven("the hand LP")
+    assert result.status == Status.OPTIMAL
+    assert result.objective == pytest.approx(14 / 5, rel=1e-9)
+    # x + 2y <= 4 and x + 2y >= 5: infeasible, warm and from scratch
+    model.add_rows([5.0], [np.inf], starts=[0, 2], columns=[0, 1], values=[1.0, 2.0])
+    with pytest.raises(SolverError, match="the hand LP"):
+        model.solve_proven("the hand LP")

@@ -30,8 +30,6 @@ from dataclasses import replace
 import numpy as np
 import numpy.typing as npt
 
-from schedlab.errors import SolverError
-from schedlab.solution import Status
 from schedlab.solvers import SolverOptions
 from schedlab.solvers.matrix import matrix_model
 
@@ -215,15 +213,7 @@ class MaxMinClassLP:
         total = np.zeros((num_classes, num_types))
         if not m.any():
             return 0.0, total
-        result = model.solve()
-        if result.status != Status.OPTIMAL:
-            log.debug("warm re-solve ended %s (%s); solving from scratch", result.status.value,
-                      result.message)
-            model.forget_basis()
-            result = model.solve()
-            if result.status != Status.OPTIMAL:
-                raise SolverError(f"{model.backend} could not solve the max-min fairness LP: "
-                                  f"{result.status.value} ({result.message})")
+        model.solve_proven("the max-min fairness LP")
         values = model.values()
         t = float(values[0])
         z = np.maximum(values[1:], 0.0)
@@ -358,15 +348,7 @@ class SumThroughputClassLP(MaxMinClassLP):
         total = np.zeros((num_classes, num_types))
         if not m.any() or model.num_columns == 0:
             return 0.0, total
-        result = model.solve()
-        if result.status != Status.OPTIMAL:
-            log.debug("warm re-solve ended %s (%s); solving from scratch", result.status.value,
-                      result.message)
-            model.forget_basis()
-            result = model.solve()
-            if result.status != Status.OPTIMAL:
-                raise SolverError(f"{model.backend} could not solve the sum-of-throughputs LP: "
-                                  f"{result.status.value} ({result.message})")
+        result = model.solve_proven("the sum-of-throughputs LP")
         z = np.maximum(model.values(), 0.0)
         col_class, col_type, direction = self._scatter_arrays()
         if self.aware:

@@ -36,11 +36,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from schedlab.errors import SolverError
 from schedlab.fairness import rho_isolated_share
 from schedlab.formulations.gavel.data import GavelData, effective_throughput
 from schedlab.formulations.gavel.models import FinishTimeFairness
-from schedlab.solution import Status
 from schedlab.solvers import SolverOptions
 from schedlab.solvers.matrix import MatrixModel, matrix_model
 
@@ -275,15 +273,7 @@ class JobLeadLP:
         """(v*, X (n, K) of the given slots) from a warm re-solve (from scratch when the warm
         one ends without a proof); a SolverError when that fails too."""
         model = self.model
-        result = model.solve()
-        if result.status != Status.OPTIMAL:
-            log.debug("warm re-solve ended %s (%s); solving from scratch", result.status.value,
-                      result.message)
-            model.forget_basis()
-            result = model.solve()
-            if result.status != Status.OPTIMAL:
-                raise SolverError(f"{model.backend} could not solve the per-job LP: "
-                                  f"{result.status.value} ({result.message})")
+        model.solve_proven("the per-job LP")
         values = model.values()
         x = np.zeros((len(self._alive), len(self.types)))
         if len(self._col_slot):

@@ -65,6 +65,7 @@ exits with code 2) and a :class:`~schedlab.errors.SolverError`.
 
 from __future__ import annotations
 
+import logging
 import math
 from abc import ABC, abstractmethod
 from typing import Literal
@@ -75,6 +76,8 @@ import numpy.typing as npt
 from schedlab.errors import SolverError, SolverUnavailableError, UnknownNameError
 from schedlab.solution import Status
 from schedlab.solvers.base import KNOWN_SOLVERS, SolveResult, SolverOptions, _relative_gap
+
+log = logging.getLogger(__name__)
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -268,6 +271,20 @@ class MatrixModel(ABC):
         result = self._solve(math.inf if limit is None else float(limit), gap)
         result.gap_tolerance = gap if self.is_mip else None
         self.last = result
+        return result
+
+    def solve_proven(self, what: str) -> SolveResult:
+        """Solve warm; when that ends without a proof of optimality, drop the basis and solve
+        from scratch; a :class:`SolverError` naming ``what`` when that fails too."""
+        result = self.solve()
+        if result.status != Status.OPTIMAL:
+            log.debug("warm re-solve of %s ended %s (%s); solving from scratch", what,
+                      result.status.value, result.message)
+            self.forget_basis()
+            result = self.solve()
+            if result.status != Status.OPTIMAL:
+                raise SolverError(f"{self.backend} could not solve {what}: "
+                                  f"{result.status.value} ({result.message})")
         return result
 
     def values(self) -> FloatArray:
