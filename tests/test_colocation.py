@@ -9,7 +9,6 @@ of the validator's array threshold.  The content hash is checked against the can
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 from typing import Any
@@ -205,17 +204,76 @@ def test_cache_follows_a_replaced_or_resized_dict() -> None:
 # ------------------------------------------------------------------------ content hash
 
 
-def canonical_sha256(instance: Instance) -> str:
-    payload = json.dumps(instance.to_dict(), sort_keys=True, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
+def sparse_fields_document() -> dict[str, Any]:
+    """Two jobs using every dict-valued job field the hash treats apart (throughput listing
+    different types, switch_seconds as a dict and as a number, duration_s, regimes)."""
+    return {
+        "schema": "schedlab/instance@1", "name": "dicts",
+        "cluster": {"accelerators": {"v100": {"count": 2}, "k80": {"count": 1}}},
+        "params": {"entity_weights": {"x": 1.0, "y": 2.0}},
+        "jobs": [
+            {"id": "a", "throughput": {"v100": 2.0, "k80": 1.0}, "entity": "x",
+             "switch_seconds": {"v100": 3.0, "k80": 1.5}, "duration_s": {"1": 100.0, "2": 60.0}},
+            {"id": "b", "throughput": {"k80": 1.0}, "switch_seconds": 2.0, "entity": "y",
+             "regimes": {"16": 3.0, "32": 2.0}, "epochs": 2, "batch_schedule": [16, 32]},
+        ],
+    }
 
 
-def test_hash_without_colocation_is_the_canonical_json() -> None:
+def reversed_dicts(value: Any) -> Any:
+    """``value`` with every dict's key order reversed, at every depth."""
+    if isinstance(value, dict):
+        return {k: reversed_dicts(v) for k, v in reversed(list(value.items()))}
+    if isinstance(value, list):
+        return [reversed_dicts(v) for v in value]
+    return value
+
+
+def test_hash_is_free_of_dict_order_and_sees_every_value() -> None:
+    document = sparse_fields_document()
+    base = instance_from_dict(document).content_hash()
+    assert instance_from_dict(reversed_dicts(document)).content_hash() == base
+
+    def variant(path: tuple[Any, ...], value: Any) -> str:
+        copy = json.loads(json.dumps(document))
+        target = copy
+        for key in path[:-1]:
+            target = target[key]
+        if value is None:
+            del target[path[-1]]
+        else:
+            target[path[-1]] = value
+        return instance_from_dict(copy).content_hash()
+
+    changes = [
+        (("jobs", 0, "throughput", "k80"), 1.5),           # a value
+        (("jobs", 0, "throughput", "k80"), None),          # a listed type
+        (("jobs", 1, "throughput", "v100"), 1.0),          # a type listed by another job
+        (("jobs", 0, "switch_seconds", "k80"), 1.25),
+        (("jobs", 1, "switch_seconds"), {"k80": 2.0}),     # number vs dict
+        (("jobs", 0, "duration_s", "2"), 61.0),
+        (("jobs", 1, "regimes", "32"), 2.5),
+        (("jobs", 0, "entity"), "y"),
+        (("jobs", 1, "weight"), 2.0),
+        (("params", "entity_weights", "y"), 3.0),
+        (("cluster", "accelerators", "k80", "count"), 2),
+    ]
+    hashes = {base} | {variant(path, value) for path, value in changes}
+    assert len(hashes) == len(changes) + 1
+    # the order of the jobs is part of the content
+    swapped = json.loads(json.dumps(document))
+    swapped["jobs"].reverse()
+    assert instance_from_dict(swapped).content_hash() not in hashes
+
+
+def test_hash_equal_for_equal_content_however_built() -> None:
     document = random_document(7, 6)
     for job in document["jobs"]:
         job.pop("colocated_throughput", None)
     instance = instance_from_dict(document)
-    assert instance.content_hash() == canonical_sha256(instance)
+    again = instance_from_dict(json.loads(json.dumps(instance.to_dict())))
+    assert again.content_hash() == instance.content_hash()
+    assert instance.model_copy().content_hash() == instance.content_hash()
 
 
 def test_hash_with_colocation_is_deterministic_and_order_free() -> None:

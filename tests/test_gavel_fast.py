@@ -301,3 +301,33 @@ def test_unknown_path_is_an_error() -> None:
     inst = _doc([{"id": "a", "throughput": {"v100": 1.0}}], {"v100": 1})
     with pytest.raises(ValueError, match="unknown fast path"):
         fast_solution(inst, path="nope")
+
+
+@pytest.mark.parametrize("num_types", [1, 3, 5, 64])
+def test_allocation_dicts_equal_a_per_share_loop(num_types: int) -> None:
+    """The grouped construction gives the dicts of the plain loop over every share: the same
+    keys in the same order, the same Python floats, shares at or below eps dropped, values
+    clipped into [0, 1]."""
+    from types import SimpleNamespace
+
+    from schedlab.formulations.gavel.data import allocation_dicts
+
+    rng = np.random.default_rng(num_types)
+    x = rng.random((300, num_types))
+    x[rng.random(x.shape) < 0.4] = 0.0
+    x[3] = 1.2  # above 1: clipped
+    x[4] = -1e-12  # solver dust below 0: dropped
+    x[5] = 1e-9  # at eps: dropped
+    data = SimpleNamespace(job_ids=[f"j{i}" for i in range(300)],
+                           types=[f"t{k}" for k in range(num_types)])
+    got, pairs = allocation_dicts(data, x)  # type: ignore[arg-type]
+    expected: dict[str, dict[str, float]] = {}
+    for j, job in enumerate(data.job_ids):
+        expected[job] = {}
+        for k, acc in enumerate(data.types):
+            share = min(max(float(x[j, k]), 0.0), 1.0)
+            if share > 1e-9:
+                expected[job][acc] = share
+    assert got == expected and pairs == []
+    assert list(got) == list(expected)
+    assert all(list(got[job]) == list(expected[job]) for job in got)

@@ -290,13 +290,10 @@ class GavelMethod(Method):
         solution.allocation, solution.colocated_allocation = allocation_dicts(data, x, y)
         solution.objective = self.objective_value(data, x, y)
         thr = effective_throughput(true, x, y)
-        solution.metrics["effective_throughput"] = {
-            job: float(v) for job, v in zip(true.job_ids, thr, strict=True)
-        }
-        solution.metrics["normalized_throughput"] = {
-            job: float(v)
-            for job, v in zip(true.job_ids, normalized_throughput(true, x, y), strict=True)
-        }
+        solution.metrics["effective_throughput"] = dict(
+            zip(true.job_ids, thr.tolist(), strict=True))
+        solution.metrics["normalized_throughput"] = dict(
+            zip(true.job_ids, normalized_throughput(true, x, y).tolist(), strict=True))
         solution.metrics["objective_true_throughput"] = self.objective_value(true, x, y)
         solution.metrics["heterogeneity_aware"] = self.heterogeneity_aware
         rounds = self.num_rounds if self.num_rounds is not None else instance.params.num_rounds

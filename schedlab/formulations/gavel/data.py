@@ -261,11 +261,28 @@ def allocation_dicts(
     """Inverse of :func:`allocation_arrays`; shares below ``eps`` are dropped, tiny overshoots
     of [0, 1] from solver tolerances are clipped."""
     x = np.clip(x, 0.0, 1.0)
-    allocation: dict[str, dict[str, float]] = {}
-    for j, job in enumerate(data.job_ids):
-        allocation[job] = {
-            acc: float(x[j, k]) for k, acc in enumerate(data.types) if x[j, k] > eps
-        }
+    # Rows grouped by which types they keep (at most 2^K patterns), each group's dicts made
+    # by dict(zip(...)) over Python floats: the same dicts as a per-share loop, in job order.
+    rows: list[dict[str, float]] = [{} for _ in range(len(data.job_ids))]
+    if x.size:
+        kept = x > eps
+        num_types = kept.shape[1]
+        if num_types <= 62:  # a row's pattern as the bits of one int64
+            bits = np.arange(num_types, dtype=np.int64)
+            codes, group = np.unique(kept @ (1 << bits), return_inverse=True)
+            patterns = (codes[:, None] >> bits & 1).astype(bool)
+        else:
+            patterns, group = np.unique(kept, axis=0, return_inverse=True)
+        for g, keep in enumerate(patterns):
+            cols = np.flatnonzero(keep).tolist()
+            if not cols:
+                continue
+            jobs = np.flatnonzero(group.ravel() == g)
+            names = [data.types[k] for k in cols]
+            columns = [x[jobs, k].tolist() for k in cols]
+            for j, values in zip(jobs.tolist(), zip(*columns, strict=True), strict=True):
+                rows[j] = dict(zip(names, values, strict=True))
+    allocation = dict(zip(data.job_ids, rows, strict=True))
     pairs: list[PairShare] = []
     if y is not None and len(y):
         y = np.clip(y, 0.0, 1.0)

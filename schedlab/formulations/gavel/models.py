@@ -40,6 +40,7 @@ from schedlab.formulations.gavel.data import (
     sum_throughput_value,
 )
 from schedlab.formulations.gavel.fast import solve_max_min_fast
+from schedlab.gcpause import gc_paused
 from schedlab.instance import Instance
 from schedlab.solution import Solution, Status, Timings
 from schedlab.solvers import PersistentSolver, SolveResult, SolverOptions
@@ -97,7 +98,8 @@ class MaxMinFairness(GavelPolicy):
             use_fast = False
         if use_fast:
             self.validate(instance)
-            return solve_max_min_fast(self, instance, opts)
+            with gc_paused():  # arrays and per-job dicts only, no reference cycles
+                return solve_max_min_fast(self, instance, opts)
         if len(instance.jobs) >= 2000:
             opts = opts.with_method("ipm")
         return super().solve(instance, opts)
