@@ -43,6 +43,10 @@ def test_saturn_table_rows_for_every_method() -> None:
     ti = by_method["time-indexed MILP", 0.0]
     assert ti.makespan_s == pytest.approx(180.0) and ti.status == "optimal"
     assert ti.reduction_vs_current == pytest.approx(1 - 180 / 230)
+    # Saturn's claim in direction (joint optimization beats current practice) holds; its size
+    # (39-49% shorter makespans) is not reproduced, here (22%) or on the full table (2-9%,
+    # docs/reproduction.md, Saturn)
+    assert 0.0 < ti.reduction_vs_current < 0.39
     assert by_method["introspective", 0.2].seeds == 2
     # under noise (factors != 1) nothing proves the realized schedule optimal
     assert by_method["introspective", 0.2].status != "optimal"

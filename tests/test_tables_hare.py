@@ -239,3 +239,29 @@ def test_cli_out_must_be_a_folder(capsys: pytest.CaptureFixture[str], tmp_path: 
     code = main(["tables", "hare", "--quick", "--out", str(target)])
     _, err = capsys.readouterr()
     assert code == 2 and err.count("\n") == 1 and "--out" in err
+
+
+def test_claim_lower_weighted_jct_than_online_schemes_holds(
+        quick_run: tuple[int, Path, str]) -> None:
+    """Hare's claim, in direction: a lower total weighted JCT than Gavel, Tiresias, the
+    heterogeneity-aware online LAS and Sched_Homo on every quick workload."""
+    _, folder, _ = quick_run
+    frame = _seed_rows(folder)
+    for (jobs, gpus), rows in frame.groupby(["jobs", "gpus"]):
+        wjct = rows.set_index("label")["weighted_jct_s"]
+        for scheme in ("Gavel (max-min fairness)", "Tiresias",
+                       "Online LAS (heterogeneity-aware)", "Sched_Homo"):
+            assert wjct["Hare"] < wjct[scheme], (jobs, gpus, scheme)
+
+
+@pytest.mark.xfail(strict=True, reason="not reproduced everywhere: the paper has Hare ahead of "
+                   "Sched_Allox on every workload; on the quick 8-job workload Sched_Allox's "
+                   "list schedule is 17% better, on the full table's 100 jobs 4% better "
+                   "(docs/reproduction.md, Hare)")
+def test_claim_ahead_of_sched_allox_everywhere_is_not_reproduced(
+        quick_run: tuple[int, Path, str]) -> None:
+    _, folder, _ = quick_run
+    frame = _seed_rows(folder)
+    for (jobs, gpus), rows in frame.groupby(["jobs", "gpus"]):
+        wjct = rows.set_index("label")["weighted_jct_s"]
+        assert wjct["Hare"] < wjct["Sched_Allox"], (jobs, gpus)

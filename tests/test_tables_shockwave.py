@@ -310,3 +310,31 @@ def test_ratios_are_to_shockwave_when_it_is_registered(tmp_path: Path) -> None:
     for key, value in shockwave.items():
         assert rows["shockwave"].values[key] == pytest.approx(value, rel=REL)
     assert "Shockwave not available" not in sw.render_markdown(table)
+
+
+# ------------------------------------------------------------- the paper's claims, in direction
+
+
+def test_claim_shorter_makespan_than_every_baseline_holds(quick_run: tuple[int, Path, str]
+                                                          ) -> None:
+    """Shockwave's claim, in direction: a shorter makespan than Gavel (max-min fairness),
+    Themis and AlloX on the same trace (the paper: 1.3-1.4x; the full table here 1.27-1.30x,
+    docs/reproduction.md)."""
+    _, folder, _ = quick_run
+    frame = _csv(folder)
+    means = frame[frame["stat"] == "mean"].set_index("label")
+    for baseline in ("Gavel", "Themis", "AlloX"):
+        assert means.loc[baseline, "makespan_s"] > means.loc["Shockwave", "makespan_s"], baseline
+
+
+@pytest.mark.xfail(strict=True, reason="not reproduced: the paper reports about half the "
+                   "baselines' unfair fraction; ours is higher on the quick trace (0.33 vs "
+                   "0.08) and on the full table (0.38 vs 0.12-0.13), docs/reproduction.md")
+def test_claim_lower_unfair_fraction_is_not_reproduced(quick_run: tuple[int, Path, str]
+                                                       ) -> None:
+    _, folder, _ = quick_run
+    frame = _csv(folder)
+    means = frame[frame["stat"] == "mean"].set_index("label")
+    for baseline in ("Gavel", "Themis", "AlloX"):
+        assert (means.loc["Shockwave", "unfair_fraction"]
+                < means.loc[baseline, "unfair_fraction"]), baseline

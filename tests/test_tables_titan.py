@@ -173,3 +173,17 @@ def test_cli_out_must_be_a_folder(capsys: pytest.CaptureFixture[str], tmp_path: 
     code = main(["tables", "titan", "--quick", "--out", str(target)])
     _, err = capsys.readouterr()
     assert code == 2 and err.count("\n") == 1 and "--out" in err
+
+
+def test_claim_lower_average_jct_than_srtf_and_tiresias_holds(
+        quick_run: tuple[int, Path, str]) -> None:
+    """Titan's claim, in direction: a lower average JCT than SRTF and Tiresias on the same
+    fine-tuning workload, at every density of the quick table (the paper: 0.62x of SRTF at
+    density 1)."""
+    _, folder, _ = quick_run
+    frame = pd.read_csv(folder / "titan.csv")
+    means = frame[frame["stat"] == "mean"]
+    for density, rows in means.groupby("density"):
+        jct = rows.set_index("label")["avg_jct_s"]
+        for baseline in ("SRTF", "Tiresias"):
+            assert jct["Titan"] < jct[baseline], (density, baseline)
