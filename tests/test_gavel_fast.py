@@ -331,3 +331,43 @@ def test_allocation_dicts_equal_a_per_share_loop(num_types: int) -> None:
     assert got == expected and pairs == []
     assert list(got) == list(expected)
     assert all(list(got[job]) == list(expected[job]) for job in got)
+
+
+def test_gavel_data_reads_every_field_as_the_jobs_say() -> None:
+    """gavel_data's arrays, job by job from the Instance's own fields: throughput NaN-free with
+    0 where a type is unlisted or the gang does not fit, R_j = total - done and 0 when
+    total_steps is unknown (validation keeps steps_done <= total_steps)."""
+    from schedlab.instance import instance_from_dict
+
+    rng = np.random.default_rng(11)
+    jobs: list[dict[str, Any]] = []
+    for i in range(40):
+        job: dict[str, Any] = {
+            "id": f"j{i}", "scale_factor": int(rng.choice([1, 2, 4])),
+            "weight": float(rng.uniform(0.5, 2)),
+            "throughput": {k: float(rng.uniform(0.1, 3)) for k in ("v100", "p100", "k80")
+                           if rng.random() < 0.7},
+            "time_in_system_s": float(rng.uniform(0, 100)),
+            "isolated_time_s": float(rng.uniform(0, 100))}
+        if rng.random() < 0.8:
+            job["total_steps"] = float(rng.uniform(10, 1000))
+            job["steps_done"] = float(rng.uniform(0, 1)) * job["total_steps"]
+        jobs.append(job)
+    instance = instance_from_dict({
+        "schema": "schedlab/instance@1", "name": "fields",
+        "cluster": {"accelerators": {"v100": {"count": 4}, "p100": {"count": 2},
+                                     "k80": {"count": 1}}},
+        "jobs": jobs})
+    data = gavel_data(instance)
+    assert data.job_ids == [job.id for job in instance.jobs]
+    for j, job in enumerate(instance.jobs):
+        for k, acc in enumerate(data.types):
+            fits = job.scale_factor <= instance.cluster.accelerators[acc].count
+            expected = job.throughput.get(acc, 0.0) if fits else 0.0
+            assert data.throughput[j, k] == expected
+            assert data.allowed[j, k] == (expected > 0)
+        assert data.scale_factor[j] == job.scale_factor and data.weight[j] == job.weight
+        remaining = 0.0 if job.total_steps is None else job.total_steps - job.steps_done
+        assert data.remaining_steps[j] == remaining
+        assert data.time_in_system[j] == job.time_in_system_s
+        assert data.isolated_time[j] == job.isolated_time_s

@@ -11,8 +11,10 @@ elsewhere X[j,k] is fixed to 0 (``allowed``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, overload
 
 import numpy as np
@@ -143,6 +145,11 @@ def isolated_throughput(data: GavelData) -> FloatArray:
     return fairness_isolated_throughput(data.throughput, data.gpus, data.scale_factor)
 
 
+#: The job fields :func:`gavel_data` reads, in the order it unpacks them.
+_JOB_FIELDS = attrgetter("id", "scale_factor", "weight", "total_steps", "steps_done",
+                         "time_in_system_s", "isolated_time_s", "throughput")
+
+
 def gavel_data(instance: Instance, *, space_sharing: bool = False) -> GavelData:
     """Arrays of ``instance``; co-located pairs only when ``space_sharing``.
 
@@ -154,11 +161,16 @@ def gavel_data(instance: Instance, *, space_sharing: bool = False) -> GavelData:
     types = instance.types
     jobs = instance.jobs
     gpus = np.array([instance.cluster.accelerators[k].count for k in types], dtype=float)
-    scale = np.array([job.scale_factor for job in jobs], dtype=float)
+    # one C-level pass over the jobs for every field read here (10^6 jobs: ~0.3 s)
+    fields = [list(column) for column in zip(*map(_JOB_FIELDS, jobs), strict=True)] or [
+        [] for _ in range(8)]
+    ids, scales, weights, totals, done, in_system, isolated, rows = fields
+    scale = np.array(scales, dtype=float)
     thr = np.zeros((len(jobs), len(types)))
+    nan = math.nan
     for k, acc in enumerate(types):
-        # None (no throughput listed) becomes NaN
-        thr[:, k] = np.array([job.throughput.get(acc) for job in jobs], dtype=float)
+        # no throughput listed becomes NaN
+        thr[:, k] = np.array([row.get(acc, nan) for row in rows], dtype=float)
     has = ~np.isnan(thr)
     thr = np.where(has, thr, 0.0)
     allowed = has & (scale[:, None] <= gpus[None, :]) & (thr > 0)
@@ -174,21 +186,24 @@ def gavel_data(instance: Instance, *, space_sharing: bool = False) -> GavelData:
         pair_throughput = np.where(fits[:, :, None], pair_throughput, 0.0)
         pair_allowed = fits & (pair_throughput.sum(axis=2) > 0)
     costs = [instance.cluster.accelerators[k].cost_per_hour for k in types]
+    total = np.array(totals, dtype=float)  # None (unknown) becomes NaN
+    remaining = np.where(np.isnan(total), 0.0,
+                         np.maximum(total - np.array(done, dtype=float), 0.0))
     return GavelData(
-        job_ids=[job.id for job in jobs],
+        job_ids=ids,
         types=types,
         throughput=thr,
         allowed=allowed,
         scale_factor=scale,
-        weight=np.array([job.weight for job in jobs], dtype=float),
+        weight=np.array(weights, dtype=float),
         gpus=gpus,
-        remaining_steps=np.array([job.remaining_steps for job in jobs], dtype=float),
+        remaining_steps=remaining,
         pairs=pairs,
         pair_throughput=pair_throughput,
         pair_allowed=pair_allowed,
         prices=np.array(costs, dtype=float) if all(c for c in costs) else None,
-        time_in_system=np.array([job.time_in_system_s for job in jobs], dtype=float),
-        isolated_time=np.array([job.isolated_time_s for job in jobs], dtype=float),
+        time_in_system=np.array(in_system, dtype=float),
+        isolated_time=np.array(isolated, dtype=float),
     )
 
 
