@@ -291,3 +291,65 @@ def test_a_failed_array_solve_is_counted(name: str, monkeypatch: pytest.MonkeyPa
     result = simulate(instance, policy=GavelPolicy(name), round_s=360.0)
     assert result.complete
     assert result.failed_solves == result.solves > 0
+
+
+# ------------------------------------------------------------------- gavel.fifo
+
+
+class FifoReferenceCheck(GavelPolicy):
+    """``gavel.fifo``'s array walk, with every decision also solved by the reference
+    formulation on :meth:`instance_from_state`; both allocations are recorded."""
+
+    def __init__(self, formulation: str) -> None:
+        super().__init__(formulation)
+        self.allocations: list[tuple[dict[str, dict[str, float]],
+                                     dict[str, dict[str, float]]]] = []
+        self.waiting: list[int] = []  # active jobs without a gang, per decision
+
+    def _solve(self, state: ClusterState) -> None:
+        super()._solve(state)
+        form = formulations()[self.formulation].make()
+        assert isinstance(form, GavelMethod)
+        form.num_rounds = 0
+        reference = form.solve(self.instance_from_state(state))
+        self.allocations.append((
+            {job: shares for job, shares in self.allocation().items() if shares},
+            {job: shares for job, shares in reference.allocation.items() if shares}))
+        self.waiting.append(len(state.active) - len(self.allocations[-1][0]))
+
+
+def test_fifo_walk_by_hand() -> None:
+    """2 V100 + 1 K80, jobs in arrival order a (2 GPUs, faster on V100), b (1 GPU, faster
+    on V100), c (1 GPU, only K80), d (1 GPU): a takes both V100s, b finds no V100 left and
+    takes the K80, c (K80 only) and d find nothing."""
+    instance = instance_from_dict({
+        "cluster": {"accelerators": {"v100": {"count": 2}, "k80": {"count": 1}}},
+        "jobs": [
+            {"id": "a", "arrival": 0.0, "total_steps": 100, "scale_factor": 2,
+             "throughput": {"v100": 4.0, "k80": 1.0}},
+            {"id": "b", "arrival": 1.0, "total_steps": 100, "scale_factor": 1,
+             "throughput": {"v100": 3.0, "k80": 1.0}},
+            {"id": "c", "arrival": 2.0, "total_steps": 100, "scale_factor": 1,
+             "throughput": {"k80": 1.0}},
+            {"id": "d", "arrival": 3.0, "total_steps": 100, "scale_factor": 1,
+             "throughput": {"v100": 1.0, "k80": 2.0}}],
+        "params": {"num_rounds": 0}})
+    policy = GavelPolicy("gavel.fifo")
+    assert policy.fast_path == "fifo"
+    policy.decide(snapshot(instance))
+    assert policy.allocation() == {"a": {"v100": 1.0}, "b": {"k80": 1.0}, "c": {}, "d": {}}
+    assert policy.last_objective == 2.0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fifo_every_decision_equals_the_reference(seed: int) -> None:
+    """Along a simulated stream with contention (40 jobs, 2 + 2 + 2 GPUs), every decision's
+    allocation is the reference formulation's (FIFO's allocation is unique)."""
+    instance = generate_gavel_instance(40, {"v100": 2, "p100": 2, "k80": 2}, seed=seed,
+                                       jobs_per_hour=20)
+    policy = FifoReferenceCheck("gavel.fifo")
+    result = simulate(instance, policy=policy, round_s=360.0)
+    assert result.complete and len(policy.allocations) > 20
+    assert max(policy.waiting) > 0  # decisions where some active job got no GPU
+    for fast, reference in policy.allocations:
+        assert fast == reference

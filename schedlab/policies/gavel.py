@@ -81,6 +81,7 @@ from schedlab.formulations.gavel.rounds import (
 from schedlab.instance import Cluster, Instance, Job, Params
 from schedlab.policies.base import Policy
 from schedlab.policies.gavel_class_lp import MaxMinClassLP, SumThroughputClassLP
+from schedlab.policies.gavel_fifo import fifo_allocation
 from schedlab.policies.gavel_job_lp import FinishTimeSearch, MakespanLP
 from schedlab.policies.gavel_water_filling import WaterFilling
 from schedlab.policies.state import Assignment, ClusterState, JobState
@@ -99,14 +100,18 @@ _job_id = attrgetter("id")
 
 #: The persistent model an array path keeps: the class LPs of max-min fairness and of the
 #: sum of throughputs, the per-job LPs of min makespan and finish-time fairness.
-FastPath = Literal["max_min", "sum_throughput", "makespan", "finish_time", "water_filling"]
+FastPath = Literal["max_min", "sum_throughput", "makespan", "finish_time", "water_filling",
+                   "fifo"]
 
 
 def fast_path_of(cls: type, kwargs: dict[str, Any]) -> FastPath | None:
     """The array path of a Gavel formulation class and its registry keyword arguments, or
     None (the generic path only).  Space-sharing max-min fairness takes the class LP while no
     two active jobs have co-location throughputs (:meth:`GavelPolicy._has_pairs`); the other
-    space-sharing variants have none."""
+    space-sharing variants have none.  ``gavel.fifo`` (no LP) has the array walk of
+    :func:`~schedlab.policies.gavel_fifo.fifo_allocation`."""
+    if issubclass(cls, gavel_formulations.Fifo):
+        return "fifo"
     if issubclass(cls, gavel_formulations.MaxMinFairness):
         return "max_min"
     if kwargs.get("space_sharing", False):
@@ -443,6 +448,9 @@ class GavelPolicy(Policy):
     # solving ------------------------------------------------------------------------------
     def _solve(self, state: ClusterState) -> None:
         rows = self._rows
+        if self.fast_path == "fifo":
+            self._solve_fifo()
+            return
         if self._job_lp is not None:
             self._solve_per_job(state)
             return
@@ -500,6 +508,18 @@ class GavelPolicy(Policy):
             y = np.zeros(len(self.types))
             y[self._type_index[pair.accelerator]] = pair.fraction
             self._pairs.append((a, b, y))
+
+    def _solve_fifo(self) -> None:
+        """``gavel.fifo`` on the adapter's arrays (:func:`fifo_allocation`, the reference's
+        walk); the objective is the reference's, the number of jobs placed."""
+        rows = self._rows
+        x = fifo_allocation(self._arrival[rows], self._thr[rows], self._runnable[rows],
+                            self._gang[rows].astype(float), self.gpus,
+                            heterogeneity_aware=self.heterogeneity_aware)
+        self._pairs = []
+        self._candidates = None
+        self._target[rows] = x
+        self.last_objective = float((x.sum(axis=1) > 0).sum())
 
     def _has_pairs(self, state: ClusterState) -> bool:
         """True when some active job has a co-location throughput with another active job
