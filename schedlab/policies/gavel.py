@@ -122,8 +122,8 @@ def fast_path_of(cls: type, kwargs: dict[str, Any]) -> FastPath | None:
         return "makespan"
     if issubclass(cls, gavel_formulations.FinishTimeFairness):
         return "finish_time"
-    if issubclass(cls, Hierarchical) and kwargs.get("within") in (None, "fairness"):
-        return "water_filling"
+    if issubclass(cls, Hierarchical) and kwargs.get("within") in (None, "fairness", "fifo"):
+        return "water_filling"  # FIFO inside entities: while every entity has one job
     return None
 
 
@@ -208,6 +208,9 @@ class GavelPolicy(Policy):
             raise InputError(f"{formulation!r} is not a Gavel formulation")
         self._form = form
         self.heterogeneity_aware = bool(entry.kwargs.get("heterogeneity_aware", True))
+        #: hierarchical with FIFO inside entities (array path only while no two active jobs
+        #: share an entity: :meth:`_shared_entity`)
+        self._within_fifo = entry.kwargs.get("within") == "fifo"
         self.options = SolverOptions(solver=solver, time_limit_s=time_limit_s, threads=threads,
                                      lp_method=lp_method)
         self.threads = threads
@@ -451,7 +454,7 @@ class GavelPolicy(Policy):
         if self.fast_path == "fifo":
             self._solve_fifo()
             return
-        if self._job_lp is not None:
+        if self._job_lp is not None and not (self._within_fifo and self._shared_entity(state)):
             self._solve_per_job(state)
             return
         if self._lp is not None and not self._has_pairs(state):
@@ -585,6 +588,19 @@ class GavelPolicy(Policy):
             return
         self.last_objective = value
         self._target[rows] = x
+
+    @staticmethod
+    def _shared_entity(state: ClusterState) -> bool:
+        """True when two active jobs share an entity (their ``user``).
+
+        Hierarchical with FIFO inside entities then needs the reference model.  While every
+        entity has one job, each group is one job of weight W_e = 1 = omega_j of fairness
+        inside entities, so the water-filling levels are the same, and FIFO inside an entity
+        (max v_j with every group at its level) finds each job at its level: after the
+        water-filling no group can rise.  The array path's values are then the reference's.
+        """
+        users = [js.user for js in state.active if js.user is not None]
+        return len(set(users)) != len(users)
 
     def _group_weights(self, state: ClusterState) -> FloatArray:
         """omega_j = W_e w_j / sum of w_i over the active jobs of j's entity e (the job's
