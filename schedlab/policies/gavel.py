@@ -42,17 +42,21 @@ Two paths compute X:
     leaving ones are retired in place, the per-job coefficients are changed in place;
     finish-time fairness searches min max rho from the last decision's value with
     Dinkelbach-type steps instead of plain bisection (same bracket, test and tolerance).
-  - ``gavel.hierarchical`` (and ``_agnostic``; fairness inside entities): the same per-job
-    model with floor rows (:mod:`schedlab.policies.gavel_water_filling`): the reference's
-    water-filling levels and floors, with each level's bottlenecks found by a few
-    sum-of-values LPs instead of one LP per group.
+  - ``gavel.hierarchical`` (and ``_agnostic``; fairness inside entities; ``_fifo`` while no
+    two active jobs share an entity, :meth:`GavelPolicy._shared_entity`): the same model
+    with floor rows over classes of jobs (:mod:`schedlab.policies.gavel_water_filling`): the
+    reference's water-filling levels (the unique leximin values) and floors, each level's
+    bottlenecks named by the level LP's duals instead of one LP per group.
+  - ``gavel.fifo`` (no LP): the reference's walk on the adapter's arrays
+    (:func:`~schedlab.policies.gavel_fifo.fifo_allocation`).
 
   Every array path reaches the reference model's optimum (``tests/test_gavel_policy_fast.py``
   checks every decision of simulated runs); where that optimum is not unique (identical jobs,
   degenerate LPs) the allocation can be another optimal one, so per-job JCTs can differ from
   the generic path's (``docs/simulator.md``, "Gavel policies at simulator speed").
-* **generic** (``method="generic"``, ``gavel.hierarchical_fifo`` and the space-sharing
-  variants other than max-min fairness's):
+* **generic** (``method="generic"``, ``gavel.hierarchical_fifo`` at decisions where two
+  active jobs share an entity, and the space-sharing variants other than max-min
+  fairness's):
   an :class:`~schedlab.instance.Instance` of the active jobs is built (remaining steps,
   ``time_in_system_s`` = now - arrival, ``isolated_time_s`` = steps done / T_iso, entity = the
   job's ``user``) and solved with the formulation's own ``solve`` -- the reference model,
@@ -99,7 +103,8 @@ Mechanism = Literal["schedlab", "gavel"]
 _job_id = attrgetter("id")
 
 #: The persistent model an array path keeps: the class LPs of max-min fairness and of the
-#: sum of throughputs, the per-job LPs of min makespan and finish-time fairness.
+#: sum of throughputs, the per-job LPs of min makespan and finish-time fairness, the class
+#: LP of the hierarchical water-filling; ``fifo`` keeps none (no LP).
 FastPath = Literal["max_min", "sum_throughput", "makespan", "finish_time", "water_filling",
                    "fifo"]
 
