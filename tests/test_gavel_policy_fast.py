@@ -401,3 +401,28 @@ def test_hierarchical_fifo_takes_the_reference_when_entities_are_shared(
     assert not any(shared) and result.solves > len(shared)
     for fast_values, reference_values in policy.values:
         assert fast_values == pytest.approx(reference_values, rel=1e-5, abs=1e-7)
+
+
+@pytest.mark.parametrize("name", ["gavel.hierarchical", "gavel.hierarchical_agnostic"])
+def test_water_filling_without_duals_uses_the_reference_test(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the duals ignored (no dual exceeds an infinite threshold), every level's
+    bottlenecks come from the reference's sum-of-values test; the values are still the
+    reference's at every decision."""
+    monkeypatch.setattr(gavel_water_filling, "_DUAL_TOL", math.inf)
+    calls: list[int] = []
+    original = gavel_water_filling.WaterFilling._by_sum_test
+
+    def counted(self: gavel_water_filling.WaterFilling, *args: object) -> object:
+        calls.append(1)
+        return original(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(gavel_water_filling.WaterFilling, "_by_sum_test", counted)
+    instance = generate_gavel_instance(10, {"v100": 2, "p100": 2, "k80": 2}, seed=5,
+                                       jobs_per_hour=10)
+    policy = ReferenceCheck(name)
+    result = simulate(instance, policy=policy, round_s=360.0)
+    assert result.complete and result.failed_solves == 0 and len(policy.values) > 5
+    assert calls  # the levels not settled by caps went through the reference's test
+    for fast_values, reference_values in policy.values:
+        assert fast_values == pytest.approx(reference_values, rel=1e-5, abs=1e-7)

@@ -171,8 +171,11 @@ class WaterFilling:
             try:
                 run(zeros, 1.0, retry=False)
                 pending = bool(cap[guess].max() <= self._t * (1 + 1e-9))
-            except SolverError:  # the caps held together are infeasible: a wrong guess
-                pending = False
+            except SolverError:
+                last = lp.model.last
+                if last is None or last.status != Status.INFEASIBLE:
+                    raise
+                pending = False  # the caps held together are infeasible: a wrong guess
             if pending:
                 active &= ~guess
                 self.guessed += 1
