@@ -22,7 +22,7 @@ from schedlab.formulations.gavel.data import GavelData, allocation_arrays, gavel
 from schedlab.formulations.gavel.hierarchical import Hierarchical
 from schedlab.formulations.gavel.models import GavelMethod
 from schedlab.instance import Instance, instance_from_dict
-from schedlab.policies import gavel_job_lp
+from schedlab.policies import gavel_job_lp, gavel_water_filling
 from schedlab.policies.gavel import GavelPolicy
 from schedlab.policies.state import ClusterState
 from schedlab.registry import formulations
@@ -194,7 +194,9 @@ class ReferenceCheck(GavelPolicy):
                        if self.fast_path == "makespan" else reference.objective)
         self.pairs.append((self.last_objective, reference.objective,
                            form.objective_value(data, x, y), independent))
-        if self.fast_path == "water_filling":  # the water-filling levels are unique
+        # the water-filling levels are unique (FIFO inside shared entities: both reference)
+        if self.fast_path == "water_filling" and not (self._within_fifo
+                                                      and self._shared_entity(state)):
             x_ref, _ = allocation_arrays(data, reference.allocation)
             self.values.append((Hierarchical._values(data, x, y),
                                 Hierarchical._values(data, x_ref, y)))
@@ -254,18 +256,21 @@ def test_per_job_model_retires_and_rebuilds(monkeypatch: pytest.MonkeyPatch) -> 
         assert reference >= independent * (1 - 1e-7)
 
 
-@pytest.mark.parametrize("name", ["gavel.hierarchical", "gavel.hierarchical_agnostic"])
-@pytest.mark.parametrize(("seed", "entities"), [(1, None), (2, 2), (3, 3)])
+@pytest.mark.parametrize("name", ["gavel.hierarchical", "gavel.hierarchical_agnostic",
+                                  "gavel.hierarchical_fifo"])
+@pytest.mark.parametrize(("seed", "entities"), [(1, None), (2, 2), (3, 3), (4, None)])
 def test_water_filling_levels_equal_the_reference(name: str, seed: int,
                                                   entities: int | None) -> None:
-    """Every decision of a simulated run (jobs of two or three entities, or each its own):
-    the value v_j = s_j thr_j / T_eq[j] of every job equals the reference water-filling's
-    (the max-min fair levels are unique), and so does the first level."""
+    """Every decision of a simulated run (jobs of two or three entities, or each its own;
+    FIFO inside entities: the decisions without shared entities): the value
+    v_j = s_j thr_j / T_eq[j] of every job equals the reference water-filling's (the max-min
+    fair levels are unique), and so does the first level."""
     instance = generate_gavel_instance(10, {"v100": 2, "p100": 2, "k80": 2}, seed=seed,
                                        jobs_per_hour=10, entities=entities)
     policy = ReferenceCheck(name)
     result = simulate(instance, policy=policy, round_s=360.0)
-    assert result.complete and len(policy.values) > 5
+    # FIFO inside shared entities: those decisions are the reference's own (no values kept)
+    assert result.complete and len(policy.pairs) > 5 and policy.values
     for fast, reference, recomputed, _ in policy.pairs:
         assert fast == pytest.approx(reference, rel=2e-5, abs=1e-7)
         assert recomputed == pytest.approx(fast, rel=2e-5, abs=1e-7)
@@ -291,3 +296,133 @@ def test_a_failed_array_solve_is_counted(name: str, monkeypatch: pytest.MonkeyPa
     result = simulate(instance, policy=GavelPolicy(name), round_s=360.0)
     assert result.complete
     assert result.failed_solves == result.solves > 0
+
+
+# ------------------------------------------------------------------- gavel.fifo
+
+
+class FifoReferenceCheck(GavelPolicy):
+    """``gavel.fifo``'s array walk, with every decision also solved by the reference
+    formulation on :meth:`instance_from_state`; both allocations are recorded."""
+
+    def __init__(self, formulation: str) -> None:
+        super().__init__(formulation)
+        self.allocations: list[tuple[dict[str, dict[str, float]],
+                                     dict[str, dict[str, float]]]] = []
+        self.waiting: list[int] = []  # active jobs without a gang, per decision
+
+    def _solve(self, state: ClusterState) -> None:
+        super()._solve(state)
+        form = formulations()[self.formulation].make()
+        assert isinstance(form, GavelMethod)
+        form.num_rounds = 0
+        reference = form.solve(self.instance_from_state(state))
+        self.allocations.append((
+            {job: shares for job, shares in self.allocation().items() if shares},
+            {job: shares for job, shares in reference.allocation.items() if shares}))
+        self.waiting.append(len(state.active) - len(self.allocations[-1][0]))
+
+
+def test_fifo_walk_by_hand() -> None:
+    """2 V100 + 1 K80, jobs in arrival order a (2 GPUs, faster on V100), b (1 GPU, faster
+    on V100), c (1 GPU, only K80), d (1 GPU): a takes both V100s, b finds no V100 left and
+    takes the K80, c (K80 only) and d find nothing."""
+    instance = instance_from_dict({
+        "cluster": {"accelerators": {"v100": {"count": 2}, "k80": {"count": 1}}},
+        "jobs": [
+            {"id": "a", "arrival": 0.0, "total_steps": 100, "scale_factor": 2,
+             "throughput": {"v100": 4.0, "k80": 1.0}},
+            {"id": "b", "arrival": 1.0, "total_steps": 100, "scale_factor": 1,
+             "throughput": {"v100": 3.0, "k80": 1.0}},
+            {"id": "c", "arrival": 2.0, "total_steps": 100, "scale_factor": 1,
+             "throughput": {"k80": 1.0}},
+            {"id": "d", "arrival": 3.0, "total_steps": 100, "scale_factor": 1,
+             "throughput": {"v100": 1.0, "k80": 2.0}}],
+        "params": {"num_rounds": 0}})
+    policy = GavelPolicy("gavel.fifo")
+    assert policy.fast_path == "fifo"
+    policy.decide(snapshot(instance))
+    assert policy.allocation() == {"a": {"v100": 1.0}, "b": {"k80": 1.0}, "c": {}, "d": {}}
+    assert policy.last_objective == 2.0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fifo_every_decision_equals_the_reference(seed: int) -> None:
+    """Along a simulated stream with contention (40 jobs, 2 + 2 + 2 GPUs), every decision's
+    allocation is the reference formulation's (FIFO's allocation is unique)."""
+    instance = generate_gavel_instance(40, {"v100": 2, "p100": 2, "k80": 2}, seed=seed,
+                                       jobs_per_hour=20)
+    policy = FifoReferenceCheck("gavel.fifo")
+    result = simulate(instance, policy=policy, round_s=360.0)
+    assert result.complete and len(policy.allocations) > 20
+    assert max(policy.waiting) > 0  # decisions where some active job got no GPU
+    for fast, reference in policy.allocations:
+        assert fast == reference
+
+
+def test_water_filling_classes_by_hand() -> None:
+    """2 V100 + 2 K80; three identical 1-GPU jobs a (T = 2 / 1 steps/s, T_eq = 1.5) and b
+    (K80 only, T = 1, T_eq = 0.5), each its own entity (omega = 1), v_j = thr_j / T_eq[j].
+    The a's fill the V100s (2/3 each) and their remaining share goes to K80 (1/3 each):
+    v_a = (2 x 2/3 + 1/3) / 1.5 = 10/9, their most (share and V100s full); b takes the last
+    K80: v_b = 1 / 0.5 = 2, its cap.  Leximin: every a at 10/9, b at 2, the allocation
+    unique (sum_a (2 x_v + x_k) = 5 = sum x_v + sum (x_v + x_k) <= 2 + 3 forces it)."""
+    instance = two_jobs({"v100": 2, "k80": 2},
+                        [*((f"a{i}", 100.0, {"v100": 2.0, "k80": 1.0}) for i in range(3)),
+                         ("b", 100.0, {"k80": 1.0})])
+    policy = GavelPolicy("gavel.hierarchical")
+    policy.decide(snapshot(instance))
+    assert policy.last_objective == pytest.approx(10 / 9, rel=1e-6)
+    allocation = policy.allocation()
+    for i in range(3):
+        assert allocation[f"a{i}"] == pytest.approx({"v100": 2 / 3, "k80": 1 / 3}, rel=1e-6)
+    assert allocation["b"] == pytest.approx({"k80": 1.0}, rel=1e-6)
+    water = policy._job_lp
+    assert isinstance(water, gavel_water_filling.WaterFilling) and water.classes == 2
+
+
+def test_hierarchical_fifo_takes_the_reference_when_entities_are_shared(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """FIFO inside entities runs the array path only while no two active jobs share an
+    entity; other decisions are solved by the reference model (and agree with it)."""
+    shared: list[bool] = []
+    original = GavelPolicy._solve_per_job
+
+    def spy(self: GavelPolicy, state: ClusterState) -> None:
+        shared.append(GavelPolicy._shared_entity(state))
+        original(self, state)
+
+    monkeypatch.setattr(GavelPolicy, "_solve_per_job", spy)
+    instance = generate_gavel_instance(10, {"v100": 2, "p100": 2, "k80": 2}, seed=2,
+                                       jobs_per_hour=10, entities=2)
+    policy = ReferenceCheck("gavel.hierarchical_fifo")
+    result = simulate(instance, policy=policy, round_s=360.0)
+    assert result.complete and result.failed_solves == 0
+    assert not any(shared) and result.solves > len(shared)
+    for fast_values, reference_values in policy.values:
+        assert fast_values == pytest.approx(reference_values, rel=1e-5, abs=1e-7)
+
+
+@pytest.mark.parametrize("name", ["gavel.hierarchical", "gavel.hierarchical_agnostic"])
+def test_water_filling_without_duals_uses_the_reference_test(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the duals ignored (no dual exceeds an infinite threshold), every level's
+    bottlenecks come from the reference's sum-of-values test; the values are still the
+    reference's at every decision."""
+    monkeypatch.setattr(gavel_water_filling, "_DUAL_TOL", math.inf)
+    calls: list[int] = []
+    original = gavel_water_filling.WaterFilling._by_sum_test
+
+    def counted(self: gavel_water_filling.WaterFilling, *args: object) -> object:
+        calls.append(1)
+        return original(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(gavel_water_filling.WaterFilling, "_by_sum_test", counted)
+    instance = generate_gavel_instance(10, {"v100": 2, "p100": 2, "k80": 2}, seed=5,
+                                       jobs_per_hour=10)
+    policy = ReferenceCheck(name)
+    result = simulate(instance, policy=policy, round_s=360.0)
+    assert result.complete and result.failed_solves == 0 and len(policy.values) > 5
+    assert calls  # the levels not settled by caps went through the reference's test
+    for fast_values, reference_values in policy.values:
+        assert fast_values == pytest.approx(reference_values, rel=1e-5, abs=1e-7)

@@ -17,7 +17,7 @@ from schedlab.instance import AcceleratorPool, Cluster, Instance, instance_from_
 from schedlab.policies.gavel import GavelPolicy, MaxMinClassLP
 from schedlab.policies.registry import get_policy, policies
 from schedlab.policies.state import Assignment, ClusterState, JobState
-from schedlab.registry import formulations
+from schedlab.registry import FORMULATIONS, formulations, register
 from schedlab.simulator import jobs_from_instance, simulate
 from schedlab.workloads.gavel import generate_gavel_instance, small_six_jobs_instance
 
@@ -323,7 +323,11 @@ def test_every_gavel_formulation_is_a_policy() -> None:
         policy = get_policy(name)
         assert isinstance(policy, GavelPolicy) and policy.path == "array"
         assert policy.name == name
-    assert get_policy("gavel.hierarchical_fifo").path == "generic"  # type: ignore[attr-defined]
+    assert get_policy("gavel.hierarchical_fifo").path == "array"  # type: ignore[attr-defined]
+    with FORMULATIONS.scoped():  # space sharing without a class LP: the reference model only
+        register("testing.sum_packed", "schedlab.formulations.gavel.models:MaxSumThroughput",
+                 space_sharing=True)
+        assert GavelPolicy("testing.sum_packed").path == "generic"
 
 
 def test_unknown_names_are_clear_errors() -> None:
@@ -334,8 +338,10 @@ def test_unknown_names_are_clear_errors() -> None:
         GavelPolicy("gavel.nope")
     with pytest.raises(InputError, match="not a Gavel formulation"):
         GavelPolicy("saturn.time_indexed")
-    with pytest.raises(InputError, match="no array path"):
-        GavelPolicy("gavel.hierarchical_fifo", method="array")
+    with FORMULATIONS.scoped(), pytest.raises(InputError, match="no array path"):
+        register("testing.sum_packed", "schedlab.formulations.gavel.models:MaxSumThroughput",
+                 space_sharing=True)
+        GavelPolicy("testing.sum_packed", method="array")
     with pytest.raises(InputError, match="resolve_every"):
         GavelPolicy(resolve_every=0)
 

@@ -42,17 +42,21 @@ Two paths compute X:
     leaving ones are retired in place, the per-job coefficients are changed in place;
     finish-time fairness searches min max rho from the last decision's value with
     Dinkelbach-type steps instead of plain bisection (same bracket, test and tolerance).
-  - ``gavel.hierarchical`` (and ``_agnostic``; fairness inside entities): the same per-job
-    model with floor rows (:mod:`schedlab.policies.gavel_water_filling`): the reference's
-    water-filling levels and floors, with each level's bottlenecks found by a few
-    sum-of-values LPs instead of one LP per group.
+  - ``gavel.hierarchical`` (and ``_agnostic``; fairness inside entities; ``_fifo`` while no
+    two active jobs share an entity, :meth:`GavelPolicy._shared_entity`): the same model
+    with floor rows over classes of jobs (:mod:`schedlab.policies.gavel_water_filling`): the
+    reference's water-filling levels (the unique leximin values) and floors, each level's
+    bottlenecks named by the level LP's duals instead of one LP per group.
+  - ``gavel.fifo`` (no LP): the reference's walk on the adapter's arrays
+    (:func:`~schedlab.policies.gavel_fifo.fifo_allocation`).
 
   Every array path reaches the reference model's optimum (``tests/test_gavel_policy_fast.py``
   checks every decision of simulated runs); where that optimum is not unique (identical jobs,
   degenerate LPs) the allocation can be another optimal one, so per-job JCTs can differ from
   the generic path's (``docs/simulator.md``, "Gavel policies at simulator speed").
-* **generic** (``method="generic"``, ``gavel.hierarchical_fifo`` and the space-sharing
-  variants other than max-min fairness's):
+* **generic** (``method="generic"``, ``gavel.hierarchical_fifo`` at decisions where two
+  active jobs share an entity, and the space-sharing variants other than max-min
+  fairness's):
   an :class:`~schedlab.instance.Instance` of the active jobs is built (remaining steps,
   ``time_in_system_s`` = now - arrival, ``isolated_time_s`` = steps done / T_iso, entity = the
   job's ``user``) and solved with the formulation's own ``solve`` -- the reference model,
@@ -81,6 +85,7 @@ from schedlab.formulations.gavel.rounds import (
 from schedlab.instance import Cluster, Instance, Job, Params
 from schedlab.policies.base import Policy
 from schedlab.policies.gavel_class_lp import MaxMinClassLP, SumThroughputClassLP
+from schedlab.policies.gavel_fifo import fifo_allocation
 from schedlab.policies.gavel_job_lp import FinishTimeSearch, MakespanLP
 from schedlab.policies.gavel_water_filling import WaterFilling
 from schedlab.policies.state import Assignment, ClusterState, JobState
@@ -98,15 +103,20 @@ Mechanism = Literal["schedlab", "gavel"]
 _job_id = attrgetter("id")
 
 #: The persistent model an array path keeps: the class LPs of max-min fairness and of the
-#: sum of throughputs, the per-job LPs of min makespan and finish-time fairness.
-FastPath = Literal["max_min", "sum_throughput", "makespan", "finish_time", "water_filling"]
+#: sum of throughputs, the per-job LPs of min makespan and finish-time fairness, the class
+#: LP of the hierarchical water-filling; ``fifo`` keeps none (no LP).
+FastPath = Literal["max_min", "sum_throughput", "makespan", "finish_time", "water_filling",
+                   "fifo"]
 
 
 def fast_path_of(cls: type, kwargs: dict[str, Any]) -> FastPath | None:
     """The array path of a Gavel formulation class and its registry keyword arguments, or
     None (the generic path only).  Space-sharing max-min fairness takes the class LP while no
     two active jobs have co-location throughputs (:meth:`GavelPolicy._has_pairs`); the other
-    space-sharing variants have none."""
+    space-sharing variants have none.  ``gavel.fifo`` (no LP) has the array walk of
+    :func:`~schedlab.policies.gavel_fifo.fifo_allocation`."""
+    if issubclass(cls, gavel_formulations.Fifo):
+        return "fifo"
     if issubclass(cls, gavel_formulations.MaxMinFairness):
         return "max_min"
     if kwargs.get("space_sharing", False):
@@ -117,8 +127,8 @@ def fast_path_of(cls: type, kwargs: dict[str, Any]) -> FastPath | None:
         return "makespan"
     if issubclass(cls, gavel_formulations.FinishTimeFairness):
         return "finish_time"
-    if issubclass(cls, Hierarchical) and kwargs.get("within") in (None, "fairness"):
-        return "water_filling"
+    if issubclass(cls, Hierarchical) and kwargs.get("within") in (None, "fairness", "fifo"):
+        return "water_filling"  # FIFO inside entities: while every entity has one job
     return None
 
 
@@ -203,6 +213,9 @@ class GavelPolicy(Policy):
             raise InputError(f"{formulation!r} is not a Gavel formulation")
         self._form = form
         self.heterogeneity_aware = bool(entry.kwargs.get("heterogeneity_aware", True))
+        #: hierarchical with FIFO inside entities (array path only while no two active jobs
+        #: share an entity: :meth:`_shared_entity`)
+        self._within_fifo = entry.kwargs.get("within") == "fifo"
         self.options = SolverOptions(solver=solver, time_limit_s=time_limit_s, threads=threads,
                                      lp_method=lp_method)
         self.threads = threads
@@ -443,7 +456,10 @@ class GavelPolicy(Policy):
     # solving ------------------------------------------------------------------------------
     def _solve(self, state: ClusterState) -> None:
         rows = self._rows
-        if self._job_lp is not None:
+        if self.fast_path == "fifo":
+            self._solve_fifo()
+            return
+        if self._job_lp is not None and not (self._within_fifo and self._shared_entity(state)):
             self._solve_per_job(state)
             return
         if self._lp is not None and not self._has_pairs(state):
@@ -500,6 +516,18 @@ class GavelPolicy(Policy):
             y = np.zeros(len(self.types))
             y[self._type_index[pair.accelerator]] = pair.fraction
             self._pairs.append((a, b, y))
+
+    def _solve_fifo(self) -> None:
+        """``gavel.fifo`` on the adapter's arrays (:func:`fifo_allocation`, the reference's
+        walk); the objective is the reference's, the number of jobs placed."""
+        rows = self._rows
+        x = fifo_allocation(self._arrival[rows], self._thr[rows], self._runnable[rows],
+                            self._gang[rows].astype(float), self.gpus,
+                            heterogeneity_aware=self.heterogeneity_aware)
+        self._pairs = []
+        self._candidates = None
+        self._target[rows] = x
+        self.last_objective = float((x.sum(axis=1) > 0).sum())
 
     def _has_pairs(self, state: ClusterState) -> bool:
         """True when some active job has a co-location throughput with another active job
@@ -565,6 +593,19 @@ class GavelPolicy(Policy):
             return
         self.last_objective = value
         self._target[rows] = x
+
+    @staticmethod
+    def _shared_entity(state: ClusterState) -> bool:
+        """True when two active jobs share an entity (their ``user``).
+
+        Hierarchical with FIFO inside entities then needs the reference model.  While every
+        entity has one job, each group is one job of weight W_e = 1 = omega_j of fairness
+        inside entities, so the water-filling levels are the same, and FIFO inside an entity
+        (max v_j with every group at its level) finds each job at its level: after the
+        water-filling no group can rise.  The array path's values are then the reference's.
+        """
+        users = [js.user for js in state.active if js.user is not None]
+        return len(set(users)) != len(users)
 
     def _group_weights(self, state: ClusterState) -> FloatArray:
         """omega_j = W_e w_j / sum of w_i over the active jobs of j's entity e (the job's

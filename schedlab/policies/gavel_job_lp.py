@@ -99,6 +99,8 @@ class JobLeadLP:
         self._alive = np.zeros(0, dtype=bool)
         self._col_slot = np.zeros(0, dtype=np.int64)  # per X column (column i + 1)
         self._col_direction = np.zeros((0, len(self.types)))  # X per unit of the column
+        self._scale = np.zeros(0)  # s_j per slot
+        self._multiplicity = np.zeros(0)  # m_j per slot (capacity coefficients s_j m_j X)
         self._slot_cols: list[IntArray] = []
 
     def _add_slots(self, scales: FloatArray, thr: FloatArray) -> None:
@@ -170,6 +172,8 @@ class JobLeadLP:
         self._lead = np.concatenate([self._lead, np.zeros(n)])
         self._upper = np.concatenate([self._upper, np.zeros(n)])
         self._alive = np.concatenate([self._alive, np.ones(n, dtype=bool)])
+        self._scale = np.concatenate([self._scale, np.asarray(scales, dtype=float)])
+        self._multiplicity = np.concatenate([self._multiplicity, np.ones(n)])
         self._col_slot = np.concatenate([self._col_slot, np.asarray(col_slot, dtype=np.int64)])
         self._col_direction = np.vstack([self._col_direction,
                                          np.asarray(directions).reshape(-1, num_types)])
@@ -236,6 +240,34 @@ class JobLeadLP:
             if len(moved):
                 self.model.set_row_bounds(self._lead_row[slots[moved]], -np.inf, upper[moved])
                 self._upper[slots[moved]] = upper[moved]
+
+    def set_multiplicity(self, slots: IntArray, multiplicity: FloatArray) -> None:
+        """Let slot j stand for m_j identical jobs that all get its X (a class of jobs): its
+        capacity coefficients become s_j m_j (times the column's direction); only the slots
+        whose m_j changed reach the solver."""
+        multiplicity = np.asarray(multiplicity, dtype=float)
+        changed = np.flatnonzero(self._multiplicity[slots] != multiplicity)
+        if not len(changed):
+            return
+        rows: list[int] = []
+        cols: list[int] = []
+        values: list[float] = []
+        for i in changed.tolist():
+            slot = int(slots[i])
+            factor = self._scale[slot] * multiplicity[i]
+            for col in self._slot_cols[slot].tolist():
+                direction = self._col_direction[col - 1]
+                for k in np.flatnonzero(direction).tolist():
+                    rows.append(k)
+                    cols.append(col)
+                    values.append(factor * float(direction[k]))
+            self._multiplicity[slot] = multiplicity[i]
+        if rows:
+            self.model.set_coefficients(rows, cols, values)
+
+    def lead_duals(self, slots: IntArray) -> FloatArray:
+        """The dual values of the given slots' lead rows after the last solve."""
+        return self.model.row_duals()[self._lead_row[slots]]
 
     def best_rate(self, slots: IntArray) -> FloatArray:
         """max over a slot's columns of thr_j per unit of the column (its throughput with

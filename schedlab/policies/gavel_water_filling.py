@@ -1,33 +1,55 @@
-r"""Gavel's hierarchical policy (fairness inside entities) on one persistent per-job LP.
+r"""Gavel's hierarchical policy (fairness inside entities) on one persistent LP over job classes.
 
 The reference is :class:`~schedlab.formulations.gavel.hierarchical.Hierarchical` with
 ``hierarchy_within_entity = "fairness"``: every job j is a group of weight
 omega_j = W_e w_j / sum_{i in e} w_i, with value v_j(X) = s_j thr_j(X) / T_eq[j], and
 water-filling raises the levels:
 
-1. ``level`` LP: max t s.t. v_g >= omega_g t (active g), v_g >= L_g (every g);
-2. L_g = omega_g t* for the active groups; a group that cannot rise above L_g while every
-   group keeps its floor is a bottleneck and is frozen; repeat until every group is frozen;
+1. ``level`` LP: max t s.t. v_g >= omega_g t (active g), v_g >= L_g (every frozen g);
+2. L_g = omega_g t* for the bottlenecks of that level (the active groups that cannot rise
+   above omega_g t* while every group keeps its floor), which are frozen; repeat until every
+   group is frozen;
 3. finally max sum_j v_j with every floor kept.
 
-The reference finds the bottlenecks of a level with one LP per active group (max v_g).  Here
-the same set comes from fewer LPs: max the sum of v_g over the undecided groups U (every
-floor kept); a group that rises above its floor by more than the reference's test
-(L_g (1 + 20 slack) + 20 slack) can rise, so it is no bottleneck and leaves U; when no group
-of U rises, none can rise alone either (it would raise the sum), so all of U are bottlenecks.
+The values v_j this reaches are the weighted lexicographic max-min (leximin) vector of the
+polytope {X >= 0: sum_k X_jk <= 1, sum_j s_j X_jk <= n_k}, which is unique.  Two consequences
+give the same values with far fewer, smaller LPs:
+
+* **Classes.** Jobs with the same s_j, throughput row and omega_j are interchangeable in every
+  LP above, and the leximin vector is unique, so they have equal values.  The LP is kept over
+  classes: one representative per class with per-job shares x_ck (sum_k x_ck <= 1) and
+  capacity coefficients s_c m_c (m_c active jobs of the class all get x_c), which is the
+  per-job LP restricted to symmetric allocations; averaging any per-job solution over the
+  permutations of a class's jobs keeps every row of every LP above (they are symmetric in the
+  class) and every objective used here, so each LP has the same optimal value over classes.
+* **Bottlenecks from duals.** At the optimum t* of a level LP with dual values y_g >= 0 of the
+  level rows (sum_g y_g omega_g = 1), duality gives sum_g y_g (v_g - omega_g t*) +
+  sum_h z_h (v_h - L_h) <= 0 for every X of the polytope, so a group with y_g > 0 cannot rise
+  above omega_g t* while the others keep their floors: it is a bottleneck, and at least one
+  group has y_g > 0.  A group whose cap v_g^max / omega_g (the whole share on its best type)
+  is <= t* is one as well.  Bottlenecks that the LP's duals do not show (degenerate LPs) stay
+  active; the next level LP then returns the same t* and its duals name them.  Each level LP
+  freezes at least one class, so a decision takes at most (classes + 1) LPs, in practice a
+  few.  Should an LP's duals name none (numerical noise), the reference's test decides:
+  maximize the sum of the undecided groups' values; a group that rises above its floor by more
+  than the reference's margin (L_g (1 + 20 slack) + 20 slack) is no bottleneck; when none
+  rises, all are; when every group rises, all are frozen (the reference's fallback, logged
+  and counted in ``fallbacks``).
+
 The floors (each level lowered by the relative ``slack``, raised tenfold after an LP that the
 solver calls infeasible at the edge of its tolerance) are the reference's.
 
-The model is a :class:`~schedlab.policies.gavel_job_lp.JobLeadLP` with floor rows: t is its
-column v, the level rows are its lead rows (c_j = omega_j / (s_j / T_eq[j]) while g is
-active, 0 when frozen), and the floors and objectives are changed in place between the LPs
-of one decision and across decisions.
+The model is a :class:`~schedlab.policies.gavel_job_lp.JobLeadLP` with floor rows whose slots
+are classes: t is its column v, the level rows are its lead rows (c_j = omega_j / (s_j /
+T_eq[j]) while g is active, 0 when frozen), a class's size m_c enters through
+:meth:`~schedlab.policies.gavel_job_lp.JobLeadLP.set_multiplicity`, and the floors and
+objectives are changed in place between the LPs of one decision and across decisions.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -41,117 +63,176 @@ from schedlab.solvers import SolverOptions
 
 log = logging.getLogger(__name__)
 
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
 
 class WaterFilling:
-    """Hierarchical max-min fairness (fairness inside entities) on a persistent per-job LP."""
+    """Hierarchical max-min fairness (fairness inside entities) on a persistent class LP
+    (module docstring)."""
 
     def __init__(self, types: list[str], gpus: FloatArray, *, heterogeneity_aware: bool = True,
                  options: SolverOptions | None = None) -> None:
         self.lp = JobLeadLP(types, gpus, heterogeneity_aware=heterogeneity_aware,
                             floor_rows=True, options=options)
-        #: LPs solved by the last :meth:`solve`, and its levels t*
+        #: LPs solved by the last :meth:`solve`, its levels t*, its number of classes
         self.lps = 0
         self.levels: list[float] = []
+        self.classes = 0
+        #: decisions (over the object's life) that froze every group without a bottleneck
+        self.fallbacks = 0
+        self._slack = _FLOOR_SLACK
+        self._t = 0.0
+        self._x = np.zeros((0, len(types)))
+        #: the first level of the last decision at which a class froze below its cap
+        #: (every class capped: inf), the next decision's guess
+        self._pool_level = 0.0
+        #: decisions whose guess of the capped classes held
+        self.guessed = 0
 
     def solve(self, keys: Sequence[Hashable], data: GavelData, omega: FloatArray
               ) -> tuple[float, FloatArray]:
         """(min_g v_g / omega_g of the returned allocation -- the first level, X (n, K)) for
-        the jobs of ``data`` with group weights ``omega`` (n,)."""
+        the jobs of ``data`` with group weights ``omega`` (n,).  ``keys`` (the jobs' ids) is
+        not read: the model's slots are classes, named by (s_j, throughput row, omega_j)."""
+        del keys
         lp = self.lp
-        slots = lp.sync(keys, data.scale_factor, data.throughput)
-        n = len(slots)
-        teq = data.equal_share_throughput()
-        coef = data.scale_factor / np.where(teq > 0, teq, 1.0)  # v_j = coef_j thr_j
-        level = np.zeros(n)  # L_g reached so far (in v)
-        active = np.ones(n, dtype=bool)
+        n = data.num_jobs
         self.lps = 0
         self.levels = []
-        slack = _FLOOR_SLACK
+        if n == 0:
+            self.classes = 0
+            return 0.0, np.zeros((0, len(data.types)))
+        teq = data.equal_share_throughput()
+        coef_job = data.scale_factor / np.where(teq > 0, teq, 1.0)  # v_j = coef_j thr_j
+        table = np.column_stack([data.scale_factor, data.throughput, omega])
+        _, first, inverse, counts = np.unique(table, axis=0, return_index=True,
+                                              return_inverse=True, return_counts=True)
+        inverse = inverse.reshape(-1)
+        self.classes = len(first)
+        class_keys = [tuple(row) for row in table[first].tolist()]
+        thr = data.throughput[first]
+        slots = lp.sync(class_keys, data.scale_factor[first], thr)
+        lp.set_multiplicity(slots, counts.astype(float))
+        coef = coef_job[first]
+        weight = np.asarray(omega, dtype=float)[first]
+        x_class = self._water_fill(slots, coef, weight, counts.astype(float), thr)
+        x = x_class[inverse]
+        # the reference's objective: min_g v_g / omega_g of the returned allocation
+        value = coef_job * (data.throughput * x).sum(axis=1)
+        weighted = omega > 0
+        first_level = (float((value[weighted] / omega[weighted]).min()) if weighted.any()
+                       else 0.0)
+        return first_level, x
 
-        def run(objective: FloatArray, v_cost: float, retry: bool = True
-                ) -> tuple[float, FloatArray]:
-            nonlocal slack
+    def _water_fill(self, slots: IntArray, coef: FloatArray, omega: FloatArray,
+                    counts: FloatArray, thr: FloatArray) -> FloatArray:
+        """The levels of the classes (module docstring) and the final allocation x (per job
+        of each class, (C, K))."""
+        lp = self.lp
+        num = len(slots)
+        level = np.zeros(num)  # L_c reached so far (in v); 0 while active
+        active = omega > 0
+        self._slack = _FLOOR_SLACK
+
+        def run(objective: FloatArray, v_cost: float, retry: bool = True) -> FloatArray:
+            """Solve with the current floors (with ``retry``, relaxed tenfold while the solver
+            calls them infeasible, up to the reference's limit); keeps t in ``self._t``."""
             lp.set_objective(slots, objective, v_cost)
             while True:
+                slack = self._slack
                 floor_v = level - slack * np.maximum(1.0, np.abs(level))
                 lp.set_floor(slots, np.where(level > 0, floor_v / coef, -np.inf))
                 try:
-                    value, x = lp.solve(slots)
+                    t, x = lp.solve(slots)
                 except SolverError:
                     if not retry or slack >= _MAX_SLACK or lp.model.last is None \
                             or lp.model.last.status != Status.INFEASIBLE:
                         raise
-                    slack *= 10
-                    log.debug("water-filling: floors relaxed to %g (relative)", slack)
+                    self._slack = slack * 10
+                    log.debug("water-filling: floors relaxed to %g (relative)", self._slack)
                     continue
                 self.lps += 1
-                return value, x
+                self._t = t
+                self._x = x
+                return x
 
-        x = np.zeros((n, len(data.types)))
-        # v_g alone at its best (share 1 on its best column): the level t = cap_g at which
-        # g stops rising whatever the others get
         vmax = coef * lp.best_rate(slots)
-        cap = np.divide(vmax, omega, out=np.full(n, np.inf), where=omega > 0)
-
-        def level_lp(capped: npt.NDArray[np.int64], rising: npt.NDArray[np.bool_]
-                     ) -> tuple[float, FloatArray] | None:
-            """max t with the ``capped`` groups held at their caps, v_g >= omega_g t for the
-            ``rising`` ones and every frozen group at its floor (None: infeasible)."""
-            saved = level[capped].copy()
-            level[capped] = vmax[capped]
-            lp.set_lead(slots, np.where(rising, omega / coef, 0.0))
+        cap = np.divide(vmax, omega, out=np.full(num, np.inf), where=omega > 0)
+        zeros = np.zeros(num)
+        # Guess: the classes whose caps lie below the last decision's first pool level sit
+        # at their caps.  The level LP with them held there (floors at v^max) and the others
+        # rising is kept when it proves the guess (module docstring), else undone.
+        guess = active & (cap < self._pool_level)
+        pending = False  # a level LP with the current floors and leads has been solved
+        if guess.any() and (active & ~guess).any():
+            level[guess] = vmax[guess]
+            lp.set_lead(slots, np.where(active & ~guess, omega / coef, 0.0))
             try:
-                return run(np.zeros(n), 1.0, retry=False)
+                run(zeros, 1.0, retry=False)
+                pending = bool(cap[guess].max() <= self._t * (1 + 1e-9))
             except SolverError:
-                return None
-            finally:
-                level[capped] = saved
-
+                last = lp.model.last
+                if last is None or last.status != Status.INFEASIBLE:
+                    raise
+                pending = False  # the caps held together are infeasible: a wrong guess
+            if pending:
+                active &= ~guess
+                self.guessed += 1
+            else:
+                level[guess] = 0.0
+        pool_level: float | None = None
         while active.any():
-            # Bottlenecks by caps first: in the reference's order, groups whose caps lie below
-            # the level the shared pools allow freeze one level each, at their caps; the
-            # first i (groups by increasing cap) after which the level stays below the next
-            # cap is found by bisection on i, each trial one LP.
-            order = np.flatnonzero(active)[np.argsort(cap[active], kind="stable")]
-            low, high = 0, len(order)
-            found: dict[int, tuple[float, FloatArray] | None] = {}
-            while low < high:
-                mid = (low + high) // 2
-                rising = active.copy()
-                rising[order[:mid]] = False
-                found[mid] = level_lp(order[:mid], rising)
-                outcome = found[mid]
-                if outcome is not None and outcome[0] >= cap[order[mid]] * (1 - 1e-9):
-                    low = mid + 1
-                else:
-                    high = mid
-            capped = order[:low]
-            level[capped] = vmax[capped]
-            active[capped] = False
-            if not active.any():
-                self.levels.append(float(cap[capped[-1]]))
-                break
-            outcome = found.get(low)
-            if outcome is None:
-                outcome = level_lp(np.zeros(0, dtype=np.int64), active)
-                if outcome is None:
-                    outcome = (run(np.zeros(n), 1.0)[0], x)
-            t_star = outcome[0]
-            self.levels.append(t_star)
-            level[active] = omega[active] * t_star
-            lp.set_lead(slots, np.zeros(n))
-            undecided = active.copy()
-            while True:
-                _, x = run(np.where(undecided, coef, 0.0), 0.0)
-                value = coef * (data.throughput * x).sum(axis=1)
-                rose = undecided & (value > level * (1 + 20 * slack) + 20 * slack)
+            lead = np.where(active, omega / coef, 0.0)
+            if not pending:
+                lp.set_lead(slots, lead)
+                run(zeros, 1.0)
+            pending = False
+            t_star = self._t
+            fraction = np.abs(lp.lead_duals(slots)) * lead  # sums to 1 over the active
+            at_cap = cap <= t_star * (1 + 1e-9)
+            bottleneck = active & ((fraction > _DUAL_TOL) | at_cap)
+            if not bottleneck.any():
+                bottleneck = self._by_sum_test(run, slots, level, active, omega, coef, thr,
+                                               t_star)
+            if pool_level is None and (bottleneck & ~at_cap).any():
+                pool_level = t_star
+            if not self.levels or t_star != self.levels[-1]:
+                self.levels.append(t_star)
+            level[bottleneck] = omega[bottleneck] * t_star
+            active &= ~bottleneck
+        self._pool_level = pool_level if pool_level is not None else np.inf
+        # The reference ends with max sum_j v_j with every floor kept; with every group
+        # frozen no group can rise above its level, so the last LP's allocation (every floor
+        # kept, each value at its level) is already an optimum of that LP.
+        return self._x
+
+    def _by_sum_test(self, run: Callable[[FloatArray, float], FloatArray], slots: IntArray,
+                     level: FloatArray, active: BoolArray, omega: FloatArray, coef: FloatArray,
+                     thr: FloatArray, t_star: float) -> BoolArray:
+        """The bottlenecks of level t* by the reference's margin (module docstring), when no
+        dual names one; ``level`` is left as it was."""
+        saved = level.copy()
+        level[active] = omega[active] * t_star
+        undecided = active.copy()
+        try:
+            self.lp.set_lead(slots, np.zeros(len(level)))
+            while undecided.any():
+                x = run(np.where(undecided, coef, 0.0), 0.0)
+                value = coef * (thr * x).sum(axis=1)
+                margin = 20 * self._slack
+                rose = undecided & (value > level * (1 + margin) + margin)
                 if not rose.any():
-                    break
+                    return undecided
                 undecided &= ~rose
-            active &= ~undecided
-        _, x = run(coef, 0.0)
-        # the reference's objective: min_g v_g / omega_g of the returned allocation
-        value = coef * (data.throughput * x).sum(axis=1)
-        weighted = omega > 0
-        first = float((value[weighted] / omega[weighted]).min()) if weighted.any() else 0.0
-        return first, x
+        finally:
+            level[:] = saved
+        self.fallbacks += 1
+        log.warning("water-filling: no bottleneck found at level %g; every remaining group "
+                    "frozen there (the reference's fallback)", t_star)
+        return active.copy()
+
+
+#: A level row whose dual value (times its coefficient: the fractions sum to 1) exceeds
+#: this names a bottleneck.
+_DUAL_TOL = 1e-9
