@@ -371,3 +371,21 @@ def test_gavel_data_reads_every_field_as_the_jobs_say() -> None:
         assert data.remaining_steps[j] == remaining
         assert data.time_in_system[j] == job.time_in_system_s
         assert data.isolated_time[j] == job.isolated_time_s
+
+
+@pytest.mark.parametrize("multiplier", [None, 0])
+def test_group_rows_are_the_distinct_rows(monkeypatch: pytest.MonkeyPatch,
+                                          multiplier: int | None) -> None:
+    """Class ids = the distinct rows numbered by first appearance, with their counts, as a
+    dict over row tuples gives them; multiplier 0 makes every digest collide, so the
+    fallback (sorting the rows themselves) is checked too."""
+    if multiplier is not None:
+        monkeypatch.setattr(fast, "_ROW_DIGEST_MULTIPLIER", np.uint64(multiplier))
+    rng = np.random.default_rng(5)
+    keys = rng.integers(-3, 3, size=(400, 4))
+    keys[200:] = keys[rng.integers(0, 200, 200)]  # repeated rows
+    ids, counts = fast._group_rows(keys)
+    first_seen: dict[tuple[int, ...], int] = {}
+    expected = [first_seen.setdefault(tuple(row), len(first_seen)) for row in keys.tolist()]
+    assert ids.tolist() == expected
+    assert counts.tolist() == [expected.count(c) for c in range(len(first_seen))]

@@ -184,14 +184,30 @@ def _quantize(values: FloatArray) -> IntArray:
     return np.asarray(bits & ~np.int64((1 << _KEY_DROP_BITS) - 1), dtype=np.int64)
 
 
+#: Odd 64-bit multiplier of the row digest in :func:`_group_rows` (from splitmix64).
+_ROW_DIGEST_MULTIPLIER = np.uint64(0xBF58476D1CE4E5B9)
+
+
 def _group_rows(keys: IntArray) -> tuple[IntArray, IntArray]:
     """(inverse, counts) of the distinct rows of ``keys`` (J, W): class ids 0..C-1 in order
     of first appearance."""
     if keys.shape[0] == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     rows = np.ascontiguousarray(keys, dtype=np.int64)
-    flat = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).reshape(-1)
-    _, first, inverse = np.unique(flat, return_index=True, return_inverse=True)
+    # Group by a 64-bit digest of each row first (sorting 8-byte integers is several times
+    # faster than sorting W*8-byte rows: 10^6 x 15 keys 0.1 s instead of ~0.8 s), then check
+    # that every row equals its group's first row; any collision of the digest falls back to
+    # sorting the rows themselves, so the groups are always the rows' distinct values.
+    digest = np.zeros(rows.shape[0], dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for column in rows.view(np.uint64).T:
+            digest = (digest ^ column) * _ROW_DIGEST_MULTIPLIER
+            digest ^= digest >> np.uint64(29)
+    _, first, inverse = np.unique(digest, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    if not np.array_equal(rows, rows[first[inverse]]):
+        flat = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).reshape(-1)
+        _, first, inverse = np.unique(flat, return_index=True, return_inverse=True)
     # renumber by first appearance, so class ids follow instance order
     rank = np.empty(len(first), dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(len(first))
