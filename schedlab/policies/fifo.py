@@ -23,10 +23,12 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import pairwise
 from typing import Literal
 
+import numpy as np
+
 from schedlab.errors import InputError
 from schedlab.formulations.gavel.rounds import GavelRoundState
 from schedlab.policies.base import Policy
-from schedlab.policies.state import Assignment, ClusterState, JobState
+from schedlab.policies.state import ActiveArrays, Assignment, ClusterState, JobState
 
 logger = logging.getLogger(__name__)
 
@@ -211,6 +213,8 @@ class Fifo(Policy):
 
     name = "fifo"
     description = "first in, first out, non-preemptive (whole gangs, fastest type first)"
+    #: the heterogeneity-aware FIFO reads ``state.arrays`` (:meth:`_decide_arrays`)
+    uses_arrays = True
 
     def __init__(
         self,
@@ -241,6 +245,9 @@ class Fifo(Policy):
         self._rank: dict[str, int] = {}  # arrival rank of every job seen
         self._rng = random.Random(0)
         self._rounds: GavelRoundState | None = None
+        # array path: the run's ActiveArrays, and per slot the Assignment last made for it
+        self._arrays_of: ActiveArrays | None = None
+        self._made: list[Assignment | None] = []
 
     def reset(self) -> None:
         """Forget the previous run: counters, the type-blind FIFO's job -> type map, arrival
@@ -250,12 +257,18 @@ class Fifo(Policy):
         self._rank = {}
         self._rng = random.Random(0)
         self._rounds = None
+        self._arrays_of = None
+        self._made = []
 
     def decide(self, state: ClusterState) -> list[Assignment]:
         """Keep the running jobs, then start waiting jobs in arrival order."""
         self.decisions += 1
         if not self.heterogeneity_aware:
             return self._decide_gavel_fifo(state)
+        if state.arrays is not None and self.backfill:
+            fast = self._decide_arrays(state, state.arrays)
+            if fast is not None:
+                return fast
         free = FreeGpus(state)
         out, waiting = keep_running(state, free)
 
@@ -263,6 +276,64 @@ class Fifo(Policy):
             return type_preference(job, state, heterogeneity_aware=self.heterogeneity_aware)
 
         out += place_in_order(waiting, free, preference, backfill=self.backfill)
+        return out
+
+    def _decide_arrays(self, state: ClusterState, arrays: ActiveArrays
+                       ) -> list[Assignment] | None:
+        """The same decision as :func:`keep_running` + :func:`place_in_order` (with backfill),
+        read from the simulator's columns: O(active) numpy work and Python work only for the
+        running jobs and the waiting jobs small enough to fit somewhere.  None when the columns
+        do not allow the shortcut (arrivals not strictly increasing, so the (arrival, id) order
+        needs the ids; or running gangs that no longer all fit): the caller then takes the
+        general path.
+
+        Running jobs (ran in the previous round on a cluster type) keep their type; when their
+        gangs, summed per type, fit the pools, every one of them fits in :func:`keep_running`'s
+        walk.  The waiting jobs are walked in arrival order as :func:`place_in_order` does,
+        except that jobs larger than the largest pool's free GPUs at the walk's start are left
+        out beforehand: that walk skips them as well (free GPUs only decrease)."""
+        rows = arrays.rows
+        active = state.active
+        if len(rows) != len(active):
+            return None
+        arrival = arrays.arrival[rows]
+        if len(rows) > 1 and not bool(np.all(arrival[1:] > arrival[:-1])):
+            return None
+        types = state.cluster.types
+        counts = [state.cluster.accelerators[k].count for k in types]
+        last_type = arrays.last_type[rows]
+        scale = arrays.scale[rows]
+        running = (arrays.last_round[rows] >= state.round_index - 1) & (last_type >= 0)
+        run_at = np.flatnonzero(running)
+        run_type = last_type[run_at]
+        used = np.bincount(run_type, weights=scale[run_at], minlength=len(types))
+        if bool(np.any(used > np.asarray(counts))):
+            return None  # some running gang is left out: the general walk decides which
+        if arrays is not self._arrays_of:  # a new run: slots start again
+            self._arrays_of = arrays
+            self._made = []
+        made = self._made
+        if len(made) < len(arrays.arrival):
+            made.extend([None] * (len(arrays.arrival) - len(made)))
+        out: list[Assignment] = []
+        slots = rows[run_at].tolist()
+        for i, slot, k in zip(run_at.tolist(), slots, run_type.tolist(), strict=True):
+            a = made[slot]
+            if a is None or a.accelerator != types[k]:
+                a = made[slot] = Assignment(active[i].id, types[k])
+            out.append(a)
+        free = FreeGpus(state)
+        for k, n in zip(types, used.tolist(), strict=True):
+            free.free[k] -= int(n)
+        most = max(free.free.values(), default=0)
+        if most == 0:
+            return out
+        waiting = np.flatnonzero(~running & (scale <= most)).tolist()
+
+        def preference(job: JobState) -> list[str]:
+            return type_preference(job, state, heterogeneity_aware=True)
+
+        out += place_in_order([active[i] for i in waiting], free, preference, backfill=True)
         return out
 
     # the type-blind FIFO (Gavel's) -------------------------------------------------------

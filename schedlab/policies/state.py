@@ -20,7 +20,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from schedlab.instance import Cluster
+
+#: ``ActiveArrays.last_round`` of a job that has not run.
+NEVER_RAN = -(2**62)
 
 
 @dataclass(slots=True)
@@ -110,6 +116,27 @@ class Assignment:
     partner: str | None = None
 
 
+@dataclass(eq=False)
+class ActiveArrays:
+    """Array columns of the active jobs, kept by the simulator for policies that ask for
+    them (``Policy.uses_arrays``); the :class:`JobState` s in ``ClusterState.active`` stay the
+    reference and carry the same values.
+
+    ``rows[i]`` is the *slot* of ``ClusterState.active[i]``: its index in the run's admission
+    order, fixed for the whole run.  The other arrays are indexed by slot (read a column of
+    the active jobs as ``column[rows]``); they are the simulator's own arrays, valid while
+    the round is decided (read them, never write them).  One object serves a whole run, so a
+    policy may key caches on its identity.
+    """
+
+    rows: npt.NDArray[np.int64]  # slot of each active job, in the order of ``active``
+    arrival: npt.NDArray[np.float64]  # s
+    scale: npt.NDArray[np.int64]  # GPUs per gang (scale_factor)
+    last_round: npt.NDArray[np.int64]  # last_round_run; NEVER_RAN when it has not run
+    #: index in ``cluster.types`` of ``last_accelerator``; -1 when None or not a cluster type
+    last_type: npt.NDArray[np.int64]
+
+
 @dataclass
 class ClusterState:
     """The simulator's state at the start of round ``round_index`` (time ``now``, s)."""
@@ -125,6 +152,9 @@ class ClusterState:
     finished: list[JobState]
     job_set_version: int = 0  # increases whenever a job arrives, finishes or changes throughput
     seed: int = 0  # the run's seed: policies that draw random numbers derive them from it
+    #: array columns of ``active`` (see :class:`ActiveArrays`); the simulator fills them for
+    #: a policy whose ``uses_arrays`` is true, else None
+    arrays: ActiveArrays | None = None
 
     @property
     def gpus(self) -> dict[str, int]:

@@ -74,11 +74,19 @@ from dataclasses import replace
 from operator import attrgetter
 from typing import Literal, NamedTuple
 
+import numpy as np
+
 from schedlab.defaults import ROUND_S
 from schedlab.errors import InputError, SchedlabError
 from schedlab.instance import Cluster, Instance
 from schedlab.policies.base import Policy
-from schedlab.policies.state import Assignment, ClusterState, JobState
+from schedlab.policies.state import (
+    NEVER_RAN,
+    ActiveArrays,
+    Assignment,
+    ClusterState,
+    JobState,
+)
 from schedlab.simulator.placement import (
     PoolPlacer,
     cluster_placers,
@@ -886,6 +894,38 @@ class _Sinks(NamedTuple):
     on_job_done: Callable[[JobRecord], None] | None
 
 
+class _Columns:
+    """The :class:`~schedlab.policies.state.ActiveArrays` of a run, kept up to date by the
+    loop: one entry per slot (admission index), written at admission and after every round
+    for the jobs that ran (their ``last_round_run`` and ``last_accelerator``)."""
+
+    def __init__(self, total: int, types: Sequence[str]) -> None:
+        self.type_index = {k: i for i, k in enumerate(types)}
+        self.view = ActiveArrays(
+            rows=np.zeros(0, dtype=np.int64),
+            arrival=np.zeros(total, dtype=np.float64),
+            scale=np.zeros(total, dtype=np.int64),
+            last_round=np.full(total, NEVER_RAN, dtype=np.int64),
+            last_type=np.full(total, -1, dtype=np.int64),
+        )
+
+    def admit(self, slot: int, js: JobState) -> None:
+        """Columns of a job admitted into ``slot``."""
+        view = self.view
+        view.arrival[slot] = js.arrival
+        view.scale[slot] = js.scale_factor
+        if js.last_round_run is not None:
+            view.last_round[slot] = js.last_round_run
+        if js.last_accelerator is not None:
+            view.last_type[slot] = self.type_index.get(js.last_accelerator, -1)
+
+    def ran(self, slots: list[int], acc: str, round_index: int) -> None:
+        """The jobs in ``slots`` ran on ``acc`` in round ``round_index``."""
+        view = self.view
+        view.last_round[slots] = round_index
+        view.last_type[slots] = self.type_index[acc]
+
+
 def _run(
     pending: deque[JobState],
     cluster: Cluster,
@@ -938,6 +978,9 @@ def _run(
     advance = _advance_gavel if gavel else _advance
     zero_time = dict.fromkeys(counts, 0.0)
     keep_runs = sinks.rounds
+    # array columns of the active jobs, for a policy that reads them (ClusterState.arrays)
+    columns = _Columns(total, list(counts)) if getattr(policy, "uses_arrays", False) else None
+    active_slots: list[int] = []  # with columns: slot of each active job
 
     while True:
         arrived = False
@@ -950,6 +993,9 @@ def _run(
             last_mask[js.id] = ids_mask(js.last_gpu_ids or ())
             js.time_on = {**zero_time, **js.time_on}
             slot[js.id] = admitted
+            if columns is not None:
+                columns.admit(admitted, js)
+                active_slots.append(admitted)
             admitted += 1
             arrived = True
         if arrived:
@@ -964,9 +1010,13 @@ def _run(
             stopped = "max_rounds"
             break
 
+        arrays = None
+        if columns is not None:
+            arrays = columns.view
+            arrays.rows = np.array(active_slots, dtype=np.int64)
         state = ClusterState(now=now, round_index=round_index, round_s=length,
                              cluster=cluster, active=list(active), finished=finished,
-                             job_set_version=version, seed=seed)
+                             job_set_version=version, seed=seed, arrays=arrays)
         t0 = time.perf_counter()
         decision = policy.decide(state)
         decide_s += time.perf_counter() - t0
@@ -982,6 +1032,8 @@ def _run(
                 last_end = advance(same_units, same_masks, same_masks, acc, now, length,
                                    round_index, last_mask, overhead_paid, runs, still,
                                    done_now, last_end, changed, busy)
+                if columns is not None:
+                    columns.ran([slot[u[0].id] for u in same_units], acc, round_index)
             same_units = []
         else:
             layout = _solo_layout(decision, fits, counts, last_mask, placers)
@@ -993,6 +1045,8 @@ def _run(
                 last_end = advance(units, masks, before, acc, now, length, round_index,
                                    last_mask, overhead_paid, runs, still, done_now, last_end,
                                    changed, busy)
+                if columns is not None:
+                    columns.ran([slot[u[0].id] for u in units], acc, round_index)
             repeat_of = list(decision)  # a copy: a policy may reuse its list
             layout = None  # drop this round's references to its jobs
             units = []
@@ -1028,6 +1082,9 @@ def _run(
             finished_count += len(done_now)
             if sinks.finished_states:
                 finished.extend(done_now)
+            if columns is not None:
+                active_slots = [s for s, js in zip(active_slots, active, strict=True)
+                                if js.finish_time is None]
             active = [js for js in active if js.finish_time is None]
             version += 1
             # nothing of this round may keep a finished job alive: a changed job set never

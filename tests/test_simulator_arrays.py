@@ -1,0 +1,112 @@
+"""The array paths (``ClusterState.arrays``, the engine's vectorized rounds) change no
+result: every run here is compared with the reference path -- the same policy with
+``uses_arrays`` off, so it decides from the ``JobState`` s alone -- job by job (rel 1e-9).
+"""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from schedlab.instance import Cluster
+from schedlab.policies.base import Policy
+from schedlab.policies.fifo import Fifo
+from schedlab.policies.registry import get_policy
+from schedlab.policies.state import NEVER_RAN, Assignment, ClusterState, JobState
+from schedlab.simulator import JobRecord, simulate
+
+NUMERIC = ("arrival", "start", "finish", "total_steps", "steps", "gpu_seconds", "executed_s",
+           "overhead_s", "isolated_time_s")
+
+
+def pools(**counts: int) -> Cluster:
+    return Cluster.model_validate({"accelerators": {k: {"count": n} for k, n in counts.items()}})
+
+
+def close(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+
+
+def assert_same_records(left: list[JobRecord], right: list[JobRecord]) -> None:
+    assert [r.job for r in left] == [r.job for r in right]
+    for a, b in zip(left, right, strict=True):
+        for name in NUMERIC:
+            assert close(getattr(a, name), getattr(b, name)), (a.job, name)
+        assert (a.preemptions, a.migrations, a.rounds_run) == (b.preemptions, b.migrations,
+                                                                b.rounds_run)
+        assert a.time_on.keys() == b.time_on.keys()
+        assert all(close(a.time_on[k], b.time_on[k]) for k in a.time_on)
+
+
+def without_arrays(policy: Policy) -> Policy:
+    """The same policy on the reference path: it is handed no ``ClusterState.arrays``."""
+    policy.uses_arrays = False
+    return policy
+
+
+@st.composite
+def workloads(draw: st.DrawFn) -> list[JobState]:
+    """2-14 jobs on v100/k80 pools of 4: random (sometimes tied) arrivals, gangs, speeds,
+    switch overheads; some jobs handed over mid-life (ran before, on a type and GPUs)."""
+    n = draw(st.integers(2, 14))
+    jobs = []
+    for i in range(n):
+        scale = draw(st.sampled_from([1, 1, 2, 4]))
+        v100 = draw(st.floats(0.5, 5.0))
+        k80 = draw(st.one_of(st.just(0.0), st.floats(0.1, 2.0)))
+        arrival = draw(st.one_of(st.floats(0.0, 3000.0), st.sampled_from([0.0, 600.0])))
+        js = JobState(
+            id=f"j{n - i:02d}", arrival=arrival, scale_factor=scale,
+            total_steps=draw(st.floats(50.0, 5000.0)), throughput={"v100": v100, "k80": k80},
+            switch_overhead_s=draw(st.sampled_from([0.0, 0.0, 30.0])))
+        if draw(st.integers(0, 5)) == 0:  # handed over while running on v100 GPUs 0..s-1
+            js.last_accelerator = "v100"
+            js.last_gpu_ids = tuple(range(scale))
+            js.last_round_run = draw(st.sampled_from([-1, -3]))
+        jobs.append(js)
+    return jobs
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jobs=workloads(), round_s=st.sampled_from([60.0, 360.0]), keep=st.booleans())
+def test_fifo_array_path_equals_the_reference(jobs: list[JobState], round_s: float,
+                                              keep: bool) -> None:
+    """FIFO deciding from the columns gives the same run as FIFO walking the JobStates."""
+    cluster = pools(v100=4, k80=4)
+    fast = simulate(jobs, cluster, get_policy("fifo"), round_s=round_s, keep_jobs=keep)
+    slow = simulate(jobs, cluster, without_arrays(get_policy("fifo")), round_s=round_s,
+                    keep_jobs=keep)
+    assert_same_records(fast.jobs, slow.jobs)
+    assert fast.num_rounds == slow.num_rounds
+    assert fast.num_job_rounds == slow.num_job_rounds
+
+
+def test_arrays_match_the_job_states() -> None:
+    """Every round, the columns a policy is handed equal what its JobStates say."""
+    seen: list[int] = []
+
+    class Checking(Fifo):
+        def decide(self, state: ClusterState) -> list[Assignment]:
+            arrays = state.arrays
+            assert arrays is not None
+            types = state.cluster.types
+            assert len(arrays.rows) == len(state.active)
+            for slot, js in zip(arrays.rows.tolist(), state.active, strict=True):
+                assert arrays.arrival[slot] == js.arrival
+                assert arrays.scale[slot] == js.scale_factor
+                assert arrays.last_round[slot] == (NEVER_RAN if js.last_round_run is None
+                                                   else js.last_round_run)
+                assert arrays.last_type[slot] == (-1 if js.last_accelerator is None
+                                                  else types.index(js.last_accelerator))
+            seen.append(len(state.active))
+            return super().decide(state)
+
+    jobs = [JobState(id=f"j{i}", arrival=100.0 * i, scale_factor=1 + i % 2,
+                     total_steps=500.0 + 300.0 * i, throughput={"v100": 1.0, "k80": 0.5})
+            for i in range(10)]
+    simulate(jobs, pools(v100=2, k80=2), Checking(), round_s=120.0)
+    assert max(seen) > 1
