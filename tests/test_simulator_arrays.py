@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +17,7 @@ from schedlab.policies.fifo import Fifo
 from schedlab.policies.registry import get_policy
 from schedlab.policies.state import NEVER_RAN, Assignment, ClusterState, JobState
 from schedlab.simulator import JobRecord, simulate
+from schedlab.simulator.engine import InvalidDecisionError
 
 NUMERIC = ("arrival", "start", "finish", "total_steps", "steps", "gpu_seconds", "executed_s",
            "overhead_s", "isolated_time_s")
@@ -43,8 +45,10 @@ def assert_same_records(left: list[JobRecord], right: list[JobRecord]) -> None:
 
 
 def without_arrays(policy: Policy) -> Policy:
-    """The same policy on the reference path: it is handed no ``ClusterState.arrays``."""
+    """The same policy on the reference path: it is handed no ``ClusterState.arrays`` and
+    reads the JobStates, progress included."""
     policy.uses_arrays = False
+    policy.reads_progress = True
     return policy
 
 
@@ -108,5 +112,89 @@ def test_arrays_match_the_job_states() -> None:
     jobs = [JobState(id=f"j{i}", arrival=100.0 * i, scale_factor=1 + i % 2,
                      total_steps=500.0 + 300.0 * i, throughput={"v100": 1.0, "k80": 0.5})
             for i in range(10)]
-    simulate(jobs, pools(v100=2, k80=2), Checking(), round_s=120.0)
+    checking = Checking()
+    assert checking.reads_progress  # a subclass with its own decide reads progress
+    simulate(jobs, pools(v100=2, k80=2), checking, round_s=120.0)
     assert max(seen) > 1
+
+
+def assert_same_runs(fast: object, slow: object) -> None:
+    """The same rounds, each with the same runs (job, type, GPUs, partner, overhead, end)."""
+    rounds_a = fast.rounds  # type: ignore[attr-defined]
+    rounds_b = slow.rounds  # type: ignore[attr-defined]
+    assert len(rounds_a) == len(rounds_b)
+    for a, b in zip(rounds_a, rounds_b, strict=True):
+        assert (a.index, a.start, a.end) == (b.index, b.start, b.end)
+        assert len(a.runs) == len(b.runs)
+        for x, y in zip(a.runs, b.runs, strict=True):
+            assert (x.job, x.accelerator, x.gpu_mask, x.partner) == (
+                y.job, y.accelerator, y.gpu_mask, y.partner)
+            assert close(x.overhead_s, y.overhead_s) and close(x.end, y.end)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jobs=workloads(), round_s=st.sampled_from([60.0, 360.0]),
+       policy=st.sampled_from(["fifo", "fifo_agnostic", "srtf", "tiresias", "random",
+                               "gavel.max_min_fairness", "gavel.max_min_fairness_agnostic",
+                               "gavel.max_sum_throughput", "gavel.finish_time_fairness"]),
+       early=st.booleans())
+def test_array_engine_equals_the_reference_loop(jobs: list[JobState], round_s: float,
+                                                policy: str, early: bool) -> None:
+    """The array engine and the per-job reference loop: same rounds, runs and records."""
+    cluster = pools(v100=4, k80=4)
+    try:  # handed-over jobs may claim more GPUs than exist: then both refuse the plan
+        slow = simulate(jobs, cluster, get_policy(policy), round_s=round_s,
+                        end_round_early=early, switch_overhead_s=10.0, reference_path=True)
+    except InvalidDecisionError as exc:
+        with pytest.raises(InvalidDecisionError) as caught:
+            simulate(jobs, cluster, get_policy(policy), round_s=round_s,
+                     end_round_early=early, switch_overhead_s=10.0)
+        assert str(caught.value) == str(exc)
+        return
+    fast = simulate(jobs, cluster, get_policy(policy), round_s=round_s,
+                    end_round_early=early, switch_overhead_s=10.0)
+    assert_same_records(fast.jobs, slow.jobs)
+    assert_same_runs(fast, slow)
+    assert fast.busy_gpu_s is not None and slow.busy_gpu_s is not None
+    assert all(close(fast.busy_gpu_s[k], slow.busy_gpu_s[k]) for k in slow.busy_gpu_s)
+    assert (fast.num_rounds, fast.num_job_rounds) == (slow.num_rounds, slow.num_job_rounds)
+
+
+def test_policies_that_read_progress_see_the_same_job_states() -> None:
+    """A policy reading progress sees, every round, the JobStates the reference loop shows
+    (every field); one that does not still gets complete records."""
+
+    class Snapshots(Policy):
+        name = "snapshots"
+
+        def __init__(self, inner: Policy) -> None:
+            super().__init__()
+            self.inner = inner
+            self.reads_progress = True
+            self.seen: list[list[tuple[object, ...]]] = []
+
+        def reset(self) -> None:
+            super().reset()
+            self.inner.reset()
+
+        def decide(self, state: ClusterState) -> list[Assignment]:
+            self.seen.append([(js.id, js.steps_done, js.executed_s, js.attained_service_s,
+                               dict(js.time_on), js.rounds_run, js.last_round_run,
+                               js.start_time, js.last_accelerator, js.last_gpu_ids,
+                               js.preemptions, js.migrations) for js in state.active])
+            return self.inner.decide(state)
+
+    jobs = [JobState(id=f"j{i}", arrival=250.0 * (i % 4), scale_factor=1 + i % 3,
+                     total_steps=400.0 + 170.0 * i, throughput={"v100": 1.0 + i % 2, "k80": 0.5},
+                     switch_overhead_s=20.0 * (i % 2)) for i in range(12)]
+    cluster = pools(v100=4, k80=3)
+    for name in ("gavel.max_min_fairness", "tiresias", "fifo"):
+        fast, slow = Snapshots(get_policy(name)), Snapshots(get_policy(name))
+        a = simulate(jobs, cluster, fast, round_s=200.0)
+        b = simulate(jobs, cluster, slow, round_s=200.0, reference_path=True)
+        assert fast.seen == slow.seen
+        assert_same_records(a.jobs, b.jobs)
+        lazy = get_policy(name)
+        if name != "tiresias":
+            assert lazy.reads_progress is False  # these two decide without progress
+        assert_same_records(simulate(jobs, cluster, lazy, round_s=200.0).jobs, b.jobs)

@@ -198,6 +198,14 @@ class GavelPolicy(Policy):
         #: which persistent model the array path keeps (None on the generic path)
         self.fast_path: FastPath | None = (
             fast_path_of(entry.cls, entry.kwargs) if self.path == "array" else None)
+        #: the class-LP paths under schedlab's mechanism read no JobState progress (the time
+        #: received is the adapter's own sum, ``time_on`` is read once, at a job's first
+        #: sight); the simulator's array path then keeps progress in its columns only.  A
+        #: subclass with its own ``decide`` is taken to read it.
+        self.reads_progress = not (mechanism == "schedlab"
+                                   and self.fast_path in ("max_min", "sum_throughput")
+                                   and not entry.kwargs.get("space_sharing", False)
+                                   and type(self).decide is GavelPolicy.decide)
         form = entry.make()
         if not isinstance(form, gavel_formulations.GavelMethod):  # checked above
             raise InputError(f"{formulation!r} is not a Gavel formulation")

@@ -769,6 +769,7 @@ def simulate(
     keep_rounds: bool = True,
     keep_jobs: bool = True,
     on_job_done: Callable[[JobRecord], None] | None = None,
+    reference_path: bool = False,
 ) -> SimulationResult:
     """Simulate ``policy`` on ``jobs`` (JobStates, or an Instance) over ``cluster``.
 
@@ -805,6 +806,10 @@ def simulate(
             ``ClusterState.finished`` only for a policy whose ``uses_finished_jobs`` is true).
         on_job_done: called with each job's :class:`JobRecord` when it finishes (stream it
             to a file); on an interrupt the records of finished jobs have gone out already.
+        reference_path: always run the per-job loop.  By default a run under schedlab's
+            mechanism without dynamic jobs or co-location throughputs keeps the active jobs'
+            progress in arrays (:mod:`schedlab.simulator.array_run`), with the same results;
+            the per-job loop stays as the reference the tests compare it with.
 
     Returns:
         A :class:`~schedlab.simulator.result.SimulationResult`.
@@ -851,8 +856,13 @@ def simulate(
              {k: p.count for k, p in cluster.accelerators.items()}, length, mode)
     sinks = _Sinks(keep_rounds, keep_jobs or bool(getattr(policy, "uses_finished_jobs", True)),
                    keep_jobs, on_job_done)
+    from schedlab.simulator.array_run import can_run_arrays, run_arrays
+
     try:
         with _fewer_gc_passes():
+            if not reference_path and can_run_arrays(pending, mechanism):
+                return run_arrays(pending, cluster, policy, name, length, mode, seed,
+                                  max_rounds, progress, end_round_early, stall_rounds, sinks)
             return _run(pending, cluster, policy, name, length, mode, seed, max_rounds,
                         progress, end_round_early, stall_rounds, mechanism, sinks)
     except KeyboardInterrupt:

@@ -132,6 +132,12 @@ class PoolPlacer:
         ``previous[i]`` is the mask gang i held the last time it ran on this type (0: none).
         The total of ``gangs`` must not exceed ``count`` (the caller checked the decision).
         """
+        return self.place_moved(gangs, previous)[0]
+
+    def place_moved(self, gangs: Sequence[int], previous: Sequence[int]
+                    ) -> tuple[list[int], list[int]]:
+        """:meth:`place`, and the indices of the gangs that did not keep ``previous[i]``
+        (their mask differs from it: it had a GPU taken, or was 0), in the order placed."""
         free = self.all_free
         masks: list[int] = []
         keep = masks.append
@@ -144,7 +150,7 @@ class PoolPlacer:
                 rest.append(len(masks))
                 keep(0)
         if not rest:
-            return masks
+            return masks, rest
         if len(rest) > 1:  # largest first; stable (also reversed): policy order within a size
             rest.sort(key=gangs.__getitem__, reverse=True)
         single = len(self._nodes) == 1
@@ -156,7 +162,7 @@ class PoolPlacer:
                 mask = self.take(free, size)
             masks[i] = mask
             free ^= mask
-        return masks
+        return masks, rest
 
 
 def cluster_placers(cluster: Cluster) -> dict[str, PoolPlacer]:
