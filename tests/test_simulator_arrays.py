@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -14,8 +15,15 @@ from hypothesis import strategies as st
 from schedlab.instance import Cluster
 from schedlab.policies.base import Policy
 from schedlab.policies.fifo import Fifo
+from schedlab.policies.gavel import GavelPolicy
 from schedlab.policies.registry import get_policy
-from schedlab.policies.state import NEVER_RAN, Assignment, ClusterState, JobState
+from schedlab.policies.state import (
+    NEVER_RAN,
+    Assignment,
+    ClusterState,
+    JobState,
+    SlotPlan,
+)
 from schedlab.simulator import JobRecord, simulate
 from schedlab.simulator.engine import InvalidDecisionError
 
@@ -198,3 +206,57 @@ def test_policies_that_read_progress_see_the_same_job_states() -> None:
         if name != "tiresias":
             assert lazy.reads_progress is False  # these two decide without progress
         assert_same_records(simulate(jobs, cluster, lazy, round_s=200.0).jobs, b.jobs)
+
+
+def test_gavel_slot_plans_describe_their_assignments() -> None:
+    """The Gavel adapter's SlotPlan arrays name exactly its Assignments (slot -> job id via
+    the columns' rows, type index -> cluster type), every round."""
+    checked = 0
+
+    class Checked(GavelPolicy):
+        def decide(self, state: ClusterState) -> list[Assignment]:
+            nonlocal checked
+            plan = super().decide(state)
+            assert isinstance(plan, SlotPlan) and state.arrays is not None
+            slot_job = {slot: js.id for slot, js in zip(state.arrays.rows.tolist(),
+                                                        state.active, strict=True)}
+            types = state.cluster.types
+            assert [(slot_job[s], types[k]) for s, k in zip(plan.slots.tolist(),
+                                                            plan.types.tolist(), strict=True)
+                    ] == [(a.job, a.accelerator) for a in plan]
+            checked += len(plan)
+            return plan
+
+    jobs = [JobState(id=f"j{i}", arrival=90.0 * i, scale_factor=1 + i % 2,
+                     total_steps=300.0 + 80.0 * i, throughput={"v100": 2.0, "k80": 0.5 + i % 3})
+            for i in range(15)]
+    a = simulate(jobs, pools(v100=3, k80=3), Checked("gavel.max_min_fairness"), round_s=120.0)
+    b = simulate(jobs, pools(v100=3, k80=3), GavelPolicy("gavel.max_min_fairness"),
+                 round_s=120.0, reference_path=True)
+    assert checked > 20
+    assert_same_records(a.jobs, b.jobs)
+
+
+class Overcommit(Policy):
+    """Every active job on v100 as a SlotPlan, whatever fits: an invalid plan."""
+
+    uses_arrays = True
+
+    def decide(self, state: ClusterState) -> list[Assignment]:
+        assert state.arrays is not None
+        rows = state.arrays.rows
+        return SlotPlan([Assignment(js.id, "v100") for js in state.active], rows,
+                        np.zeros(len(rows), dtype=np.int64))
+
+
+def test_invalid_slot_plan_gets_the_reference_error() -> None:
+    """A SlotPlan failing the array checks is read as Assignments: the same error as the
+    reference loop names."""
+    jobs = [JobState(id=f"j{i}", arrival=0.0, scale_factor=2, total_steps=100.0,
+                     throughput={"v100": 1.0}) for i in range(3)]
+    with pytest.raises(InvalidDecisionError) as reference:
+        simulate(jobs, pools(v100=4), Overcommit(), reference_path=True)
+    with pytest.raises(InvalidDecisionError) as fast:
+        simulate(jobs, pools(v100=4), Overcommit())
+    assert str(fast.value) == str(reference.value)
+    assert "6 GPUs of v100" in str(fast.value)

@@ -83,7 +83,7 @@ from schedlab.policies.base import Policy
 from schedlab.policies.gavel_class_lp import MaxMinClassLP, SumThroughputClassLP
 from schedlab.policies.gavel_job_lp import FinishTimeSearch, MakespanLP
 from schedlab.policies.gavel_water_filling import WaterFilling
-from schedlab.policies.state import Assignment, ClusterState, JobState
+from schedlab.policies.state import Assignment, ClusterState, JobState, SlotPlan
 from schedlab.registry import formulations
 from schedlab.solvers import LpMethod, SolverOptions
 
@@ -147,6 +147,8 @@ class GavelPolicy(Policy):
     """
 
     description = "Gavel formulation solved on each job-set change, realised by priorities"
+    #: a round of single jobs is returned as a SlotPlan (its slots from ``state.arrays``)
+    uses_arrays = True
 
     def __init__(
         self,
@@ -301,6 +303,7 @@ class GavelPolicy(Policy):
         self._cand_arrival = np.zeros(0)
         self._cand_flat = np.zeros(0, dtype=np.int64)
         self._cand_assign: list[Assignment] = []
+        self._cand_engine_slot: npt.NDArray[np.int64] | None = None
         self._gang_list: list[int] = []
         self._isolated_s = {}
         self._isolated_prev = {}
@@ -733,7 +736,17 @@ class GavelPolicy(Policy):
             assignments = self._cand_assign
             self._ran_flat = self._cand_flat[picked]
             self._ran_pairs = []
-            return list(map(assignments.__getitem__, picked))
+            plan = list(map(assignments.__getitem__, picked))
+            if state.arrays is None:
+                return plan
+            # the array form for the simulator: slots of the candidates' jobs, their types
+            # (candidates are rebuilt, with the rows, whenever the job set changes)
+            if self._cand_engine_slot is None:
+                candidates = self._candidates
+                assert candidates is not None
+                self._cand_engine_slot = state.arrays.rows[candidates.unit]
+            return SlotPlan(plan, self._cand_engine_slot[picked],
+                            self._candidates.acc[picked])  # type: ignore[union-attr]
         chosen, pair_jobs = self._choose_with_pairs(state)
         table = self._assignment_table()
         ran_pairs: list[tuple[str, str, int]] = []
@@ -773,6 +786,7 @@ class GavelPolicy(Policy):
             self._cand_flat = cand_slot * num_types + candidates.acc
             self._cand_arrival = self._arrival[cand_slot]
             self._cand_assign = self._assignment_flat[self._cand_flat].tolist()
+            self._cand_engine_slot = None  # the simulator's slot per candidate (_choose)
             self._gang_list = self._gang[rows].tolist()
         received = self._received.reshape(-1)[self._cand_flat]
         age = state.now - self._cand_arrival

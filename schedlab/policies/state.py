@@ -137,6 +137,24 @@ class ActiveArrays:
     last_type: npt.NDArray[np.int64]
 
 
+class SlotPlan(list[Assignment]):
+    """A decision (the list of Assignments, as always) that also gives its array form:
+    ``slots[i]`` is the :class:`ActiveArrays` slot of ``self[i].job`` and ``types[i]`` the index
+    in ``cluster.types`` of ``self[i].accelerator`` (single jobs only: no ``partner``).
+
+    A policy that reads ``state.arrays`` may return one; the simulator's array path then checks
+    and groups the plan on the two arrays instead of reading every Assignment.  The arrays
+    must describe exactly the Assignments (the tests compare such runs with the reference
+    loop, which reads the Assignments).
+    """
+
+    def __init__(self, assignments: list[Assignment], slots: npt.NDArray[np.int64],
+                 types: npt.NDArray[np.int64]) -> None:
+        super().__init__(assignments)
+        self.slots = slots
+        self.types = types
+
+
 @dataclass
 class ClusterState:
     """The simulator's state at the start of round ``round_index`` (time ``now``, s)."""

@@ -48,7 +48,14 @@ import numpy.typing as npt
 
 from schedlab.instance import Cluster
 from schedlab.policies.base import Policy
-from schedlab.policies.state import NEVER_RAN, ActiveArrays, Assignment, ClusterState, JobState
+from schedlab.policies.state import (
+    NEVER_RAN,
+    ActiveArrays,
+    Assignment,
+    ClusterState,
+    JobState,
+    SlotPlan,
+)
 from schedlab.simulator.engine import (
     FINISH_TOLERANCE,
     InvalidDecisionError,
@@ -144,7 +151,6 @@ def _slot_layout(
     jobs: list[JobState],
     scale: list[int],
     counts: dict[str, int],
-    type_index: dict[str, int],
     last_mask: dict[str, int],
     placers: dict[str, PoolPlacer],
 ) -> list[SlotLayout] | None:
@@ -163,19 +169,68 @@ def _slot_layout(
         groups[acc].append(entry[0])
     if len({a.job for a in decision}) != len(decision):
         return None
-    layout: list[SlotLayout] = []
     for acc, slots in groups.items():
+        if sum(map(scale.__getitem__, slots)) > counts[acc]:
+            return None
+    return _place_groups(list(groups.values()), list(counts), jobs, scale, last_mask, placers)
+
+
+def _plan_groups(
+    plan: SlotPlan,
+    admitted: int,
+    gone: npt.NDArray[np.bool_],
+    fit: npt.NDArray[np.bool_],
+    scale: IntArray,
+    capacity: IntArray,
+) -> list[list[int]] | None:
+    """The slots of a :class:`~schedlab.policies.state.SlotPlan` per type index, in plan
+    order, after the checks of :func:`_slot_layout` done on its arrays: each slot an active
+    job's, named once, on a type where it may run alone (``fit[slot, k]``), no pool
+    over-committed.  None when a check fails or the arrays do not match the plan's length
+    (the caller then reads the Assignments)."""
+    slots = np.asarray(plan.slots)
+    kinds = np.asarray(plan.types)
+    num_types = len(capacity)
+    if len(slots) != len(plan) or len(kinds) != len(plan):
+        return None
+    if not len(slots):
+        return [[] for _ in range(num_types)]
+    if (slots.min() < 0 or slots.max() >= admitted or kinds.min() < 0
+            or kinds.max() >= num_types):
+        return None
+    if gone[slots].any() or not fit[slots, kinds].all():
+        return None
+    if len(np.unique(slots)) != len(slots):
+        return None
+    used = np.bincount(kinds, weights=scale[slots], minlength=num_types)
+    if (used > capacity).any():
+        return None
+    if num_types == 1:
+        return [slots.tolist()]
+    return [slots[kinds == k].tolist() for k in range(num_types)]
+
+
+def _place_groups(
+    groups: list[list[int]],
+    types: list[str],
+    jobs: list[JobState],
+    scale: list[int],
+    last_mask: dict[str, int],
+    placers: dict[str, PoolPlacer],
+) -> list[SlotLayout]:
+    """Placement of checked per-type slot groups (types without gangs left out)."""
+    layout: list[SlotLayout] = []
+    for k, slots in enumerate(groups):
         if not slots:
             continue
+        acc = types[k]
         gangs = list(map(scale.__getitem__, slots))
-        if sum(gangs) > counts[acc]:
-            return None
         previous = [last_mask[js.id] if js.last_accelerator == acc else 0
                     for js in map(jobs.__getitem__, slots)]
         masks, rest = placers[acc].place_moved(gangs, previous)
         moved = [i for i in rest if masks[i] != previous[i]]  # all of them (place_moved)
         moved.sort()
-        layout.append((acc, type_index[acc], slots, masks, moved))
+        layout.append((acc, k, slots, masks, moved))
     return layout
 
 
@@ -251,6 +306,9 @@ def run_arrays(
     rounds_a = cols.rounds_run
     thr_a = cols.thr
     started_a = cols.started
+    capacity = np.array([counts[k] for k in types], dtype=np.int64)
+    # may run alone on k: positive throughput and a pool at least as large as the gang
+    fit_a = np.zeros((total, len(types)), dtype=bool)
     scale_a = view.scale
     last_round_a = view.last_round
     last_type_a = view.last_type
@@ -270,6 +328,7 @@ def run_arrays(
                                       if thr > 0.0 and js.scale_factor <= counts[acc]})
             last_mask[js.id] = ids_mask(js.last_gpu_ids or ())
             cols.admit(admitted, js, type_index)
+            fit_a[admitted] = [k in fits[js.id][1] for k in types]
             admitted += 1
             arrived = True
         if arrived:
@@ -306,8 +365,13 @@ def run_arrays(
             layout: list[SlotLayout] = [(acc, k, slots, masks, [])
                                         for acc, k, slots, masks, _ in repeat_layout]
         else:
-            found = _slot_layout(decision, fits, jobs, scale, counts, type_index, last_mask,
-                                 placers)
+            found = None
+            if isinstance(decision, SlotPlan):
+                groups = _plan_groups(decision, admitted, gone, fit_a, scale_a, capacity)
+                if groups is not None:
+                    found = _place_groups(groups, types, jobs, scale, last_mask, placers)
+            if found is None:
+                found = _slot_layout(decision, fits, jobs, scale, counts, last_mask, placers)
             if found is None:  # names the first error (a valid plan is never refused here)
                 _check_decision(decision, by_id, counts, last_mask, name, round_index)
                 raise InvalidDecisionError(f"policy {name!r}, round {round_index}: a plan "
