@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import pairwise
 from typing import Literal
 
@@ -29,7 +29,7 @@ import numpy.typing as npt
 from schedlab.errors import InputError
 from schedlab.formulations.gavel.rounds import GavelRoundState
 from schedlab.policies.base import Policy
-from schedlab.policies.state import ActiveArrays, Assignment, ClusterState, JobState
+from schedlab.policies.state import ActiveArrays, Assignment, ClusterState, JobState, SlotPlan
 
 logger = logging.getLogger(__name__)
 
@@ -332,7 +332,8 @@ class Fifo(Policy):
             made[slot] = Assignment(active[int(position[n])].id, types[k])
             made_type[slot] = k
         kept = np.ones(len(run_at), dtype=bool)
-        if not bool(np.any(used > np.asarray(counts))):  # every running gang fits
+        fits_all = not bool(np.any(used > np.asarray(counts)))
+        if fits_all:  # every running gang fits
             out: list[Assignment] = made[run_slots].tolist()
             for acc, n in zip(types, used.tolist(), strict=True):
                 free.free[acc] -= int(n)
@@ -346,9 +347,11 @@ class Fifo(Policy):
                     continue
                 free.take(size, types[k])
                 out.append(made[slot])
+        plan_slots = run_slots if fits_all else run_slots[kept]
+        plan_types = run_type if fits_all else run_type[kept]
         most = max(free.free.values(), default=0)
         if most == 0:
-            return out
+            return SlotPlan(out, plan_slots, plan_types)
         waiting_mask = ~running
         waiting_mask[run_at[~kept]] = True
         if self.backfill:
@@ -356,13 +359,30 @@ class Fifo(Policy):
         waiting = np.flatnonzero(waiting_mask)
         if order is not None:
             waiting = order[waiting]
+        slot_of: dict[str, int] = {}  # the waiting jobs walked so far -> slot
+
+        def walk() -> Iterator[JobState]:
+            # in chunks: the walk usually stops long before the end of the queue
+            for start in range(0, len(waiting), 64):
+                chunk = waiting[start:start + 64]
+                for i, slot in zip(chunk.tolist(), arrays.rows[chunk].tolist(), strict=True):
+                    job = active[i]
+                    slot_of[job.id] = slot
+                    yield job
 
         def preference(job: JobState) -> list[str]:
             return type_preference(job, state, heterogeneity_aware=True)
 
-        out += place_in_order((active[i] for i in waiting.tolist()), free, preference,
-                              backfill=self.backfill)
-        return out
+        started = place_in_order(walk(), free, preference, backfill=self.backfill)
+        if not started:
+            return SlotPlan(out, plan_slots, plan_types)
+        index = {k: n for n, k in enumerate(types)}
+        return SlotPlan(
+            out + started,
+            np.concatenate([plan_slots, np.array([slot_of[a.job] for a in started],
+                                                 dtype=np.int64)]),
+            np.concatenate([plan_types, np.array([index[a.accelerator] for a in started],
+                                                 dtype=np.int64)]))
 
     # the type-blind FIFO (Gavel's) -------------------------------------------------------
     def _decide_gavel_fifo(self, state: ClusterState) -> list[Assignment]:

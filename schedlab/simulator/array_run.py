@@ -145,19 +145,16 @@ class _Progress:
                 time_on[k] = value
 
 
-def _slot_layout(
+def _slot_groups(
     decision: Sequence[Assignment],
     fits: dict[str, tuple[int, dict[str, float]]],
-    jobs: list[JobState],
     scale: list[int],
     counts: dict[str, int],
-    last_mask: dict[str, int],
-    placers: dict[str, PoolPlacer],
-) -> list[SlotLayout] | None:
-    """A plan of single jobs checked and placed, per type in cluster order (types without
-    gangs left out); None when it fails a check (the caller names the error).  The checks and
-    placement of ``engine._solo_layout``, on slots: ``fits[job]`` is (slot, the types where
-    the job may run alone: positive throughput, a pool at least as large as its gang)."""
+) -> list[list[int]] | None:
+    """The slots of a plan of single jobs per type (cluster order), in plan order, checked as
+    ``engine._solo_layout`` checks them; None when a check fails (the caller names the
+    error).  ``fits[job]`` is (slot, the types where the job may run alone: positive
+    throughput, a pool at least as large as its gang)."""
     groups: dict[str, list[int]] = {acc: [] for acc in counts}
     for a in decision:
         entry = fits.get(a.job)
@@ -172,7 +169,7 @@ def _slot_layout(
     for acc, slots in groups.items():
         if sum(map(scale.__getitem__, slots)) > counts[acc]:
             return None
-    return _place_groups(list(groups.values()), list(counts), jobs, scale, last_mask, placers)
+    return list(groups.values())
 
 
 def _plan_groups(
@@ -182,12 +179,13 @@ def _plan_groups(
     fit: npt.NDArray[np.bool_],
     scale: IntArray,
     capacity: IntArray,
+    seen: IntArray,
 ) -> list[list[int]] | None:
     """The slots of a :class:`~schedlab.policies.state.SlotPlan` per type index, in plan
     order, after the checks of :func:`_slot_layout` done on its arrays: each slot an active
     job's, named once, on a type where it may run alone (``fit[slot, k]``), no pool
     over-committed.  None when a check fails or the arrays do not match the plan's length
-    (the caller then reads the Assignments)."""
+    (the caller then reads the Assignments).  ``seen`` is scratch space, one entry per slot."""
     slots = np.asarray(plan.slots)
     kinds = np.asarray(plan.types)
     num_types = len(capacity)
@@ -200,7 +198,9 @@ def _plan_groups(
         return None
     if gone[slots].any() or not fit[slots, kinds].all():
         return None
-    if len(np.unique(slots)) != len(slots):
+    order = np.arange(len(slots))
+    seen[slots] = order  # a slot named twice keeps its last position only
+    if not np.array_equal(seen[slots], order):
         return None
     used = np.bincount(kinds, weights=scale[slots], minlength=num_types)
     if (used > capacity).any():
@@ -210,28 +210,95 @@ def _plan_groups(
     return [slots[kinds == k].tolist() for k in range(num_types)]
 
 
-def _place_groups(
-    groups: list[list[int]],
-    types: list[str],
-    jobs: list[JobState],
-    scale: list[int],
-    last_mask: dict[str, int],
-    placers: dict[str, PoolPlacer],
-) -> list[SlotLayout]:
-    """Placement of checked per-type slot groups (types without gangs left out)."""
-    layout: list[SlotLayout] = []
-    for k, slots in enumerate(groups):
-        if not slots:
-            continue
-        acc = types[k]
-        gangs = list(map(scale.__getitem__, slots))
-        previous = [last_mask[js.id] if js.last_accelerator == acc else 0
-                    for js in map(jobs.__getitem__, slots)]
-        masks, rest = placers[acc].place_moved(gangs, previous)
-        moved = [i for i in rest if masks[i] != previous[i]]  # all of them (place_moved)
-        moved.sort()
-        layout.append((acc, k, slots, masks, moved))
-    return layout
+class _Placement:
+    """Placement (:class:`~schedlab.simulator.placement.PoolPlacer`) of a round's checked
+    slot groups, with a shortcut for the common round in which every gang that held GPUs of
+    its type before ran there in the previous round.
+
+    Gangs placed on a type in one round hold disjoint masks, each of its gang's size.  So when
+    every gang of the plan with a previous mask on type k (``last_type == k``) was placed on k
+    in the previous round, the sticky step keeps all of them whatever their order, and the
+    GPUs they leave free are the pool minus their union: the previous round's union on k with
+    the masks of the gangs that left removed (or the union of the kept ones, when fewer).  Only
+    the other gangs then go through :meth:`PoolPlacer.place_rest` -- the same rule, the same
+    masks, with big-integer work for the gangs that move only.  Otherwise the plan goes
+    through :meth:`PoolPlacer.place_moved` as a whole.
+    """
+
+    def __init__(self, types: list[str], placers: dict[str, PoolPlacer],
+                 last_type: IntArray) -> None:
+        self.types = types
+        self._mark = np.zeros(len(last_type), dtype=bool)  # scratch, by slot
+        self.placers = [placers[k] for k in types]
+        self.last_type = last_type
+        self.mask: list[int] = []  # by slot: the GPUs it held the last time it ran
+        self.scale: list[int] = []  # by slot: GPUs per gang
+        empty = np.zeros(0, dtype=np.int64)
+        self.last_slots: list[IntArray] = [empty] * len(types)  # placed last round, per type
+        self.union: list[int] = [0] * len(types)  # their GPUs
+
+    def admit(self, mask: int, scale: int) -> None:
+        """A new slot, holding ``mask`` before the run (0: none)."""
+        self.mask.append(mask)
+        self.scale.append(scale)
+
+    def layout(self, groups: list[list[int]]) -> list[SlotLayout]:
+        """Masks for every type's gangs (types without gangs left out), and the positions of
+        the gangs whose mask changed (they move, or start); becomes the previous round."""
+        out: list[SlotLayout] = []
+        for k, slots in enumerate(groups):
+            if not slots:
+                self.last_slots[k] = np.zeros(0, dtype=np.int64)
+                self.union[k] = 0
+                continue
+            index = np.array(slots, dtype=np.int64)
+            masks, moved, free = self._place(k, slots, index)
+            self.last_slots[k] = index
+            self.union[k] = self.placers[k].all_free ^ free
+            out.append((self.types[k], k, slots, masks, moved))
+        return out
+
+    def _place(self, k: int, slots: list[int], index: IntArray
+               ) -> tuple[list[int], list[int], int]:
+        placer = self.placers[k]
+        mask = self.mask
+        here = self.last_type[index] == k
+        before = self.last_slots[k]
+        mark = self._mark  # all False between calls
+        if len(before):
+            mark[before] = True
+            kept = mark[index]
+            mark[before] = False
+        else:
+            kept = np.zeros(len(index), dtype=bool)
+        if bool(np.array_equal(here, kept)):  # the shortcut (class docstring)
+            num_kept = int(kept.sum())
+            union = 0
+            if num_kept:
+                mark[index] = True
+                left = before[~mark[before]]
+                mark[index] = False
+                if len(left) < num_kept:
+                    union = self.union[k]
+                    for s in left.tolist():
+                        union ^= mask[s]
+                else:
+                    for s in index[kept].tolist():
+                        union |= mask[s]
+            masks = list(map(mask.__getitem__, slots))
+            rest = np.flatnonzero(~kept).tolist()
+            free = placer.all_free ^ union
+            if rest:
+                scale = self.scale
+                free = placer.place_rest({i: scale[slots[i]] for i in rest}, masks, rest, free)
+            rest.sort()
+            return masks, rest, free
+        gangs = list(map(self.scale.__getitem__, slots))
+        previous = [mask[s] if same else 0
+                    for s, same in zip(slots, here.tolist(), strict=True)]
+        masks, rest, free = placer.place_moved(gangs, previous)
+        moved = sorted(i for i in rest if masks[i] != previous[i])  # all of them
+        return masks, moved, free
 
 
 def run_arrays(
@@ -307,6 +374,8 @@ def run_arrays(
     thr_a = cols.thr
     started_a = cols.started
     capacity = np.array([counts[k] for k in types], dtype=np.int64)
+    placement = _Placement(types, placers, view.last_type)
+    seen = np.zeros(total, dtype=np.int64)  # scratch of _plan_groups
     # may run alone on k: positive throughput and a pool at least as large as the gang
     fit_a = np.zeros((total, len(types)), dtype=bool)
     scale_a = view.scale
@@ -327,6 +396,7 @@ def run_arrays(
             fits[js.id] = (admitted, {acc: thr for acc, thr in js.throughput.items()
                                       if thr > 0.0 and js.scale_factor <= counts[acc]})
             last_mask[js.id] = ids_mask(js.last_gpu_ids or ())
+            placement.admit(last_mask[js.id], js.scale_factor)
             cols.admit(admitted, js, type_index)
             fit_a[admitted] = [k in fits[js.id][1] for k in types]
             admitted += 1
@@ -365,13 +435,13 @@ def run_arrays(
             layout: list[SlotLayout] = [(acc, k, slots, masks, [])
                                         for acc, k, slots, masks, _ in repeat_layout]
         else:
-            found = None
+            groups = None
             if isinstance(decision, SlotPlan):
-                groups = _plan_groups(decision, admitted, gone, fit_a, scale_a, capacity)
-                if groups is not None:
-                    found = _place_groups(groups, types, jobs, scale, last_mask, placers)
-            if found is None:
-                found = _slot_layout(decision, fits, jobs, scale, counts, last_mask, placers)
+                groups = _plan_groups(decision, admitted, gone, fit_a, scale_a, capacity,
+                                      seen)
+            if groups is None:
+                groups = _slot_groups(decision, fits, scale, counts)
+            found = None if groups is None else placement.layout(groups)
             if found is None:  # names the first error (a valid plan is never refused here)
                 _check_decision(decision, by_id, counts, last_mask, name, round_index)
                 raise InvalidDecisionError(f"policy {name!r}, round {round_index}: a plan "
@@ -392,6 +462,7 @@ def run_arrays(
             for i in moved:  # new GPUs: a migration, unless it is the job's first start
                 overhead[i] = _move(jobs[slots[i]], acc, masks[i], length, last_mask,
                                     overhead_paid)
+                placement.mask[slots[i]] = masks[i]
             thr = thr_a[index, k]
             steps = thr * (length - overhead)  # (L - 0.0) is L: the kept-placement case too
             total_steps = total_a[index]
