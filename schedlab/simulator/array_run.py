@@ -41,7 +41,6 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from itertools import compress
 
 import numpy as np
 import numpy.typing as npt
@@ -341,8 +340,8 @@ def run_arrays(
     job_rounds = 0
     busy = dict.fromkeys(counts, 0.0)
     records: list[JobRecord | None] = [None] * total if sinks.job_records else []
-    active: list[JobState] = []
-    active_slots: list[int] = []
+    # the active jobs are ``job_of[active_index]`` (slots in admission order)
+    job_of = np.empty(total, dtype=object)  # by slot: its JobState (None once finished)
     active_index = np.zeros(0, dtype=np.int64)  # active_slots as an array
     gone = np.zeros(total, dtype=bool)  # finished, by slot
     by_id: dict[str, JobState] = {}
@@ -388,8 +387,7 @@ def run_arrays(
         while pending and pending[0].arrival <= now:
             js = pending.popleft()
             js.time_on = {**zero_time, **js.time_on}
-            active.append(js)
-            active_slots.append(admitted)
+            job_of[admitted] = js
             by_id[js.id] = js
             jobs.append(js)
             scale.append(js.scale_factor)
@@ -405,7 +403,7 @@ def run_arrays(
             version += 1
             active_index = np.concatenate(
                 [active_index, np.arange(first_new, admitted, dtype=np.int64)])
-        if not active:
+        if not len(active_index):
             if not pending:
                 break
             now = pending[0].arrival  # idle jump to the next arrival
@@ -417,14 +415,15 @@ def run_arrays(
 
         reads = bool(getattr(policy, "reads_progress", True))
         if reads and lagging:
-            cols.write_back(active, active_slots)
+            cols.write_back(job_of[active_index].tolist(), active_index.tolist())
             lagging = False
         arrays = None
         if give_arrays:
             arrays = view
             view.rows = active_index
         state = ClusterState(now=now, round_index=round_index, round_s=length,
-                             cluster=cluster, active=list(active), finished=finished,
+                             cluster=cluster, active=job_of[active_index].tolist(),
+                             finished=finished,
                              job_set_version=version, seed=seed, arrays=arrays)
         t0 = time.perf_counter()
         decision = policy.decide(state)
@@ -541,9 +540,7 @@ def run_arrays(
             gone[ordered] = True
             keep = ~gone[active_index]
             active_index = active_index[keep]
-            keep_list = keep.tolist()
-            active = list(compress(active, keep_list))
-            active_slots = list(compress(active_slots, keep_list))
+            job_of[ordered] = None
             version += 1
             repeat_layout = None
             # nothing of this round may keep a finished job alive (the loop's names too)
@@ -558,19 +555,20 @@ def run_arrays(
             idle += 1
             if idle >= stall_rounds:
                 raise SimulationStalledError(
-                    f"policy {name!r} placed no job for {idle} rounds while {len(active)} "
-                    f"job(s) wait and none can arrive any more (first waiting: "
-                    f"{active[0].id!r}); stopping at t = {now:.6g} s")
+                    f"policy {name!r} placed no job for {idle} rounds while "
+                    f"{len(active_index)} job(s) wait and none can arrive any more (first "
+                    f"waiting: {job_of[active_index[0]].id!r}); stopping at t = {now:.6g} s")
         now = end_of_round
         round_index += 1
         if progress is not None:
-            progress(Progress(round_index, now, len(active), finished_count, total,
+            progress(Progress(round_index, now, len(active_index), finished_count, total,
                               job_rounds))
 
     wall = time.perf_counter() - wall0
     if lagging:
-        cols.write_back(active, active_slots)
-    for js, slot_of_job in zip(active, active_slots, strict=True):
+        cols.write_back(job_of[active_index].tolist(), active_index.tolist())
+    for js, slot_of_job in zip(job_of[active_index].tolist(), active_index.tolist(),
+                               strict=True):
         record = _job_record(js, cluster, overhead_paid.get(js.id, 0.0))
         if sinks.job_records:
             records[slot_of_job] = record
