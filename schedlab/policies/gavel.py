@@ -96,6 +96,7 @@ Method = Literal["auto", "array", "generic"]
 Mechanism = Literal["schedlab", "gavel"]
 
 _job_id = attrgetter("id")
+_thr_version = attrgetter("throughput_version")
 
 #: The persistent model an array path keeps: the class LPs of max-min fairness and of the
 #: sum of throughputs, the per-job LPs of min makespan and finish-time fairness.
@@ -394,9 +395,12 @@ class GavelPolicy(Policy):
                 if slots[i] is None:
                     slots[i] = self._add_job(active[i])
         known = self._thr_version
-        for js in active:  # a dynamic job in a new batch size: its new throughput row
-            if js.throughput_version != known[js.id]:
-                self._read_throughput(js, self._slot_of[js.id])
+        # a dynamic job in a new batch size: its new throughput row (compared as two lists
+        # first: a walk in Python only when some version moved)
+        if list(map(_thr_version, active)) != list(map(known.__getitem__, ids)):
+            for js in active:
+                if js.throughput_version != known[js.id]:
+                    self._read_throughput(js, self._slot_of[js.id])
         self._ids = ids
         self._rows = np.array(slots, dtype=np.int64)
         self._assignment_rows = None
