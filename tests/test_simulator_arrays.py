@@ -84,14 +84,17 @@ def workloads(draw: st.DrawFn) -> list[JobState]:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(jobs=workloads(), round_s=st.sampled_from([60.0, 360.0]), keep=st.booleans())
+@given(jobs=workloads(), round_s=st.sampled_from([60.0, 360.0]), keep=st.booleans(),
+       engine=st.sampled_from(["arrays", "reference"]))
 def test_fifo_array_path_equals_the_reference(jobs: list[JobState], round_s: float,
-                                              keep: bool) -> None:
-    """FIFO deciding from the columns gives the same run as FIFO walking the JobStates."""
+                                              keep: bool, engine: str) -> None:
+    """FIFO deciding from the columns gives the same run as FIFO walking the JobStates,
+    under either engine."""
     cluster = pools(v100=4, k80=4)
-    fast = simulate(jobs, cluster, get_policy("fifo"), round_s=round_s, keep_jobs=keep)
+    fast = simulate(jobs, cluster, get_policy("fifo"), round_s=round_s, keep_jobs=keep,
+                    engine=engine)  # type: ignore[arg-type]
     slow = simulate(jobs, cluster, without_arrays(get_policy("fifo")), round_s=round_s,
-                    keep_jobs=keep)
+                    keep_jobs=keep, engine=engine)  # type: ignore[arg-type]
     assert_same_records(fast.jobs, slow.jobs)
     assert fast.num_rounds == slow.num_rounds
     assert fast.num_job_rounds == slow.num_job_rounds
@@ -122,7 +125,7 @@ def test_arrays_match_the_job_states() -> None:
             for i in range(10)]
     checking = Checking()
     assert checking.reads_progress  # a subclass with its own decide reads progress
-    simulate(jobs, pools(v100=2, k80=2), checking, round_s=120.0)
+    simulate(jobs, pools(v100=2, k80=2), checking, round_s=120.0, engine="arrays")
     assert max(seen) > 1
 
 
@@ -152,15 +155,15 @@ def test_array_engine_equals_the_reference_loop(jobs: list[JobState], round_s: f
     cluster = pools(v100=4, k80=4)
     try:  # handed-over jobs may claim more GPUs than exist: then both refuse the plan
         slow = simulate(jobs, cluster, get_policy(policy), round_s=round_s,
-                        end_round_early=early, switch_overhead_s=10.0, reference_path=True)
+                        end_round_early=early, switch_overhead_s=10.0, engine="reference")
     except InvalidDecisionError as exc:
         with pytest.raises(InvalidDecisionError) as caught:
             simulate(jobs, cluster, get_policy(policy), round_s=round_s,
-                     end_round_early=early, switch_overhead_s=10.0)
+                     end_round_early=early, switch_overhead_s=10.0, engine="arrays")
         assert str(caught.value) == str(exc)
         return
     fast = simulate(jobs, cluster, get_policy(policy), round_s=round_s,
-                    end_round_early=early, switch_overhead_s=10.0)
+                    end_round_early=early, switch_overhead_s=10.0, engine="arrays")
     assert_same_records(fast.jobs, slow.jobs)
     assert_same_runs(fast, slow)
     assert fast.busy_gpu_s is not None and slow.busy_gpu_s is not None
@@ -198,14 +201,15 @@ def test_policies_that_read_progress_see_the_same_job_states() -> None:
     cluster = pools(v100=4, k80=3)
     for name in ("gavel.max_min_fairness", "tiresias", "fifo"):
         fast, slow = Snapshots(get_policy(name)), Snapshots(get_policy(name))
-        a = simulate(jobs, cluster, fast, round_s=200.0)
-        b = simulate(jobs, cluster, slow, round_s=200.0, reference_path=True)
+        a = simulate(jobs, cluster, fast, round_s=200.0, engine="arrays")
+        b = simulate(jobs, cluster, slow, round_s=200.0, engine="reference")
         assert fast.seen == slow.seen
         assert_same_records(a.jobs, b.jobs)
         lazy = get_policy(name)
         if name != "tiresias":
             assert lazy.reads_progress is False  # these two decide without progress
-        assert_same_records(simulate(jobs, cluster, lazy, round_s=200.0).jobs, b.jobs)
+        assert_same_records(simulate(jobs, cluster, lazy, round_s=200.0,
+                                     engine="arrays").jobs, b.jobs)
 
 
 def test_gavel_slot_plans_describe_their_assignments() -> None:
@@ -230,9 +234,10 @@ def test_gavel_slot_plans_describe_their_assignments() -> None:
     jobs = [JobState(id=f"j{i}", arrival=90.0 * i, scale_factor=1 + i % 2,
                      total_steps=300.0 + 80.0 * i, throughput={"v100": 2.0, "k80": 0.5 + i % 3})
             for i in range(15)]
-    a = simulate(jobs, pools(v100=3, k80=3), Checked("gavel.max_min_fairness"), round_s=120.0)
+    a = simulate(jobs, pools(v100=3, k80=3), Checked("gavel.max_min_fairness"), round_s=120.0,
+                 engine="arrays")
     b = simulate(jobs, pools(v100=3, k80=3), GavelPolicy("gavel.max_min_fairness"),
-                 round_s=120.0, reference_path=True)
+                 round_s=120.0, engine="reference")
     assert checked > 20
     assert_same_records(a.jobs, b.jobs)
 
@@ -255,8 +260,34 @@ def test_invalid_slot_plan_gets_the_reference_error() -> None:
     jobs = [JobState(id=f"j{i}", arrival=0.0, scale_factor=2, total_steps=100.0,
                      throughput={"v100": 1.0}) for i in range(3)]
     with pytest.raises(InvalidDecisionError) as reference:
-        simulate(jobs, pools(v100=4), Overcommit(), reference_path=True)
+        simulate(jobs, pools(v100=4), Overcommit(), engine="reference")
     with pytest.raises(InvalidDecisionError) as fast:
-        simulate(jobs, pools(v100=4), Overcommit())
+        simulate(jobs, pools(v100=4), Overcommit(), engine="arrays")
     assert str(fast.value) == str(reference.value)
     assert "6 GPUs of v100" in str(fast.value)
+
+
+def test_auto_engine_picks_arrays_on_large_clusters_only(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``engine="auto"``: the array loop from ARRAY_ENGINE_MIN_GPUS GPUs on, else the
+    per-job loop; an unknown engine is an input error."""
+    import schedlab.simulator.array_run as array_run
+    from schedlab.errors import InputError
+    from schedlab.simulator.engine import ARRAY_ENGINE_MIN_GPUS
+
+    calls: list[int] = []
+    real = array_run.run_arrays
+
+    def counting(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(array_run, "run_arrays", counting)
+    jobs = [JobState(id="a", arrival=0.0, scale_factor=1, total_steps=10.0,
+                     throughput={"v100": 1.0})]
+    simulate(jobs, pools(v100=ARRAY_ENGINE_MIN_GPUS - 1), get_policy("fifo"))
+    assert calls == []
+    simulate(jobs, pools(v100=ARRAY_ENGINE_MIN_GPUS), get_policy("fifo"))
+    assert calls == [1]
+    with pytest.raises(InputError):
+        simulate(jobs, pools(v100=4), get_policy("fifo"), engine="fast")  # type: ignore
