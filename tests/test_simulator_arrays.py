@@ -291,3 +291,25 @@ def test_auto_engine_picks_arrays_on_large_clusters_only(
     assert calls == [1]
     with pytest.raises(InputError):
         simulate(jobs, pools(v100=4), get_policy("fifo"), engine="fast")  # type: ignore
+
+
+def test_gavel_adapter_with_columns_follows_throughput_changes() -> None:
+    """Dynamic jobs change throughput between rounds (the loop counts it in
+    ``ActiveArrays.throughput_changes``): the adapter reading the columns re-reads their
+    rows as the one walking the JobStates does -- the same records."""
+    from schedlab.workloads.shockwave import generate_shockwave_instance
+
+    dynamic = generate_shockwave_instance(12, {"v100": 8}, seed=5, mean_gap_s=300.0)
+    with_columns = simulate(dynamic, policy=get_policy("gavel.max_min_fairness"))
+    walking = simulate(dynamic, policy=without_arrays(get_policy("gavel.max_min_fairness")))
+    assert_same_records(with_columns.jobs, walking.jobs)
+    changes: list[int] = []
+
+    class Counting(GavelPolicy):
+        def decide(self, state: ClusterState) -> list[Assignment]:
+            assert state.arrays is not None
+            changes.append(state.arrays.throughput_changes)
+            return super().decide(state)
+
+    simulate(dynamic, policy=Counting("gavel.max_min_fairness"))
+    assert changes[-1] > 0  # the workload does change batch sizes

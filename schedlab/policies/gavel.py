@@ -83,7 +83,13 @@ from schedlab.policies.base import Policy
 from schedlab.policies.gavel_class_lp import MaxMinClassLP, SumThroughputClassLP
 from schedlab.policies.gavel_job_lp import FinishTimeSearch, MakespanLP
 from schedlab.policies.gavel_water_filling import WaterFilling
-from schedlab.policies.state import Assignment, ClusterState, JobState, SlotPlan
+from schedlab.policies.state import (
+    ActiveArrays,
+    Assignment,
+    ClusterState,
+    JobState,
+    SlotPlan,
+)
 from schedlab.registry import formulations
 from schedlab.solvers import LpMethod, SolverOptions
 
@@ -305,6 +311,11 @@ class GavelPolicy(Policy):
         self._cand_flat = np.zeros(0, dtype=np.int64)
         self._cand_assign: list[Assignment] = []
         self._cand_engine_slot: npt.NDArray[np.int64] | None = None
+        # _sync_jobs_arrays: per simulator slot, the adapter's slot (-1: not seen) and job id
+        self._arrays_seen: ActiveArrays | None = None
+        self._slot_by_engine = np.zeros(0, dtype=np.int64)
+        self._id_by_engine = np.empty(0, dtype=object)
+        self._thr_changes_seen = 0
         self._gang_list: list[int] = []
         self._isolated_s = {}
         self._isolated_prev = {}
@@ -386,6 +397,9 @@ class GavelPolicy(Policy):
 
     def _sync_jobs(self, state: ClusterState) -> None:
         """Slots for new jobs; the active rows in arrival order (one pass over the ids)."""
+        if state.arrays is not None:
+            self._sync_jobs_arrays(state, state.arrays)
+            return
         active = state.active
         ids = list(map(_job_id, active))
         slots = list(map(self._slot_of.get, ids))
@@ -403,6 +417,42 @@ class GavelPolicy(Policy):
                     self._read_throughput(js, self._slot_of[js.id])
         self._ids = ids
         self._rows = np.array(slots, dtype=np.int64)
+        self._assignment_rows = None
+        self._seen_version = state.job_set_version
+        self._candidates = None
+
+    def _sync_jobs_arrays(self, state: ClusterState, arrays: ActiveArrays) -> None:
+        """:meth:`_sync_jobs` with the simulator's columns: the adapter's slot and the id of
+        each simulator slot are kept in two arrays, so the rows and ids of the active jobs are
+        two gathers, and only new jobs are looked at one by one; throughput versions are
+        walked only when the simulator changed some throughput since the last sync."""
+        active = state.active
+        engine_rows = arrays.rows
+        if arrays is not self._arrays_seen:  # a new run: the simulator's slots start again
+            self._arrays_seen = arrays
+            self._slot_by_engine = np.full(len(arrays.arrival), -1, dtype=np.int64)
+            self._id_by_engine = np.empty(len(arrays.arrival), dtype=object)
+            self._thr_changes_seen = arrays.throughput_changes
+        slots = self._slot_by_engine[engine_rows]
+        new = np.flatnonzero(slots < 0)
+        if len(new):
+            self._grow(len(self._slot_of) + len(new))
+            for i in new.tolist():
+                js = active[i]
+                slot = self._slot_of.get(js.id)
+                if slot is None:
+                    slot = self._add_job(js)
+                slots[i] = slot
+                self._slot_by_engine[engine_rows[i]] = slot
+                self._id_by_engine[engine_rows[i]] = js.id
+        if arrays.throughput_changes != self._thr_changes_seen:
+            self._thr_changes_seen = arrays.throughput_changes
+            known = self._thr_version
+            for js in active:  # a dynamic job in a new batch size: its new throughput row
+                if js.throughput_version != known[js.id]:
+                    self._read_throughput(js, self._slot_of[js.id])
+        self._ids = self._id_by_engine[engine_rows].tolist()
+        self._rows = slots
         self._assignment_rows = None
         self._seen_version = state.job_set_version
         self._candidates = None

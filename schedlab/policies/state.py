@@ -135,6 +135,9 @@ class ActiveArrays:
     last_round: npt.NDArray[np.int64]  # last_round_run; NEVER_RAN when it has not run
     #: index in ``cluster.types`` of ``last_accelerator``; -1 when None or not a cluster type
     last_type: npt.NDArray[np.int64]
+    #: how many times the simulator changed a job's ``throughput`` (and bumped its
+    #: ``throughput_version``) in this run so far: while it stays, no version moved
+    throughput_changes: int = 0
 
 
 class SlotPlan(list[Assignment]):

@@ -1120,6 +1120,8 @@ def _run(
             del js
         if changed:  # a batch size changed: policies that re-solve on changes see it
             version += 1
+            if columns is not None:
+                columns.view.throughput_changes += len(changed)
         previous = still
 
         if ran or pending:
