@@ -781,6 +781,10 @@ def choose_by_priority(
         members=members, work_conserving=work_conserving)
 
 
+#: Candidates :meth:`PriorityCandidates.pick` walks between two prunings of the rest.
+_PICK_CHUNK = 1024
+
+
 class PriorityCandidates:
     """The (unit, type) candidates of :func:`choose_by_priority` with their static sort keys.
 
@@ -873,7 +877,6 @@ class PriorityCandidates:
             eligible = self._positive & (received < share * (age + round_s)
                                          - _ELIGIBLE_EPS * round_s)
             order = order[eligible[order]]
-        positions = order.tolist()
         units = self._units
         types = self._types
         left = list(free)
@@ -884,22 +887,35 @@ class PriorityCandidates:
         unplaced = len(gang)
         chosen: list[int] = []
         if members is None:  # unit u is job u
-            for c in positions:
-                u = units[c]
-                if placed[u]:
-                    continue
-                k = types[c]
-                g = gang[u]
-                if g > left[k]:
-                    continue
-                placed[u] = 1
-                unplaced -= 1
-                left[k] -= g
-                total_left -= g
-                chosen.append(c)
-                if total_left < smallest or not unplaced:
-                    break
+            # The walk goes through the order in chunks; after each, the candidates it would
+            # skip anyway are dropped from the rest (their unit placed, or their type with
+            # fewer GPUs left than the smallest gang: GPUs left only decrease), so a round
+            # does not step over the many candidates of jobs placed or types filled already.
+            rest = order
+            placed_now = np.frombuffer(placed, dtype=np.uint8)  # a view: follows ``placed``
+            while len(rest):
+                positions = rest[:_PICK_CHUNK].tolist()
+                rest = rest[_PICK_CHUNK:]
+                for c in positions:
+                    u = units[c]
+                    if placed[u]:
+                        continue
+                    k = types[c]
+                    g = gang[u]
+                    if g > left[k]:
+                        continue
+                    placed[u] = 1
+                    unplaced -= 1
+                    left[k] -= g
+                    total_left -= g
+                    chosen.append(c)
+                    if total_left < smallest or not unplaced:
+                        return chosen
+                if len(rest):
+                    open_type = np.array(left) >= smallest
+                    rest = rest[(placed_now[self.unit[rest]] == 0) & open_type[self.acc[rest]]]
             return chosen
+        positions = order.tolist()
         for c in positions:
             u = units[c]
             k = types[c]
