@@ -64,10 +64,9 @@ from schedlab.simulator.engine import (
     _check_decision,
     _counters,
     _job_record,
-    _move,
     _Sinks,
 )
-from schedlab.simulator.placement import PoolPlacer, cluster_placers, ids_mask
+from schedlab.simulator.placement import PoolPlacer, cluster_placers, ids_mask, mask_ids
 from schedlab.simulator.result import JobRecord, RoundRecord, RunRecord, SimulationResult
 
 log = logging.getLogger(__name__)
@@ -103,6 +102,14 @@ class _Progress:
         self.rounds_run = np.zeros(total, dtype=np.int64)
         self.thr = np.zeros((total, num_types))
         self.started = np.zeros(total, dtype=bool)
+        # moves: switch overhead (s), whether it ran before (a move then migrates), the
+        # migrations, the overhead paid in this run (s), whether it moved in this run
+        self.switch = np.zeros(total)
+        self.ran_before = np.zeros(total, dtype=bool)
+        self.migrations = np.zeros(total, dtype=np.int64)
+        self.paid = np.zeros(total)
+        self.moved = np.zeros(total, dtype=bool)
+        self.mask: list[int] = []  # by slot: the GPUs it holds or last held (bit mask)
 
     def admit(self, slot: int, js: JobState, type_index: dict[str, int]) -> None:
         """Columns of a job entering ``slot`` (``time_on`` already holds every type)."""
@@ -121,13 +128,51 @@ class _Progress:
         self.rounds_run[slot] = js.rounds_run
         self.thr[slot] = [js.throughput.get(k, 0.0) for k in self.types]
         self.started[slot] = js.start_time is not None
+        self.switch[slot] = js.switch_overhead_s
+        self.ran_before[slot] = js.last_accelerator is not None
+        self.migrations[slot] = js.migrations
+        self.mask.append(ids_mask(js.last_gpu_ids or ()))
 
-    def write_back(self, jobs: Sequence[JobState], slots: Sequence[int]) -> None:
+    def move(self, jobs: list[JobState], slots: list[int], moved: list[int],
+             masks: list[int], acc: str, length: float, eager: bool) -> FloatArray:
+        """The gangs at positions ``moved`` of ``slots`` run on new GPUs ``masks[i]`` of
+        ``acc``: returns their switch overheads, min(o_j, L) for a job that ran before (a
+        migration) and 0 at its first start, as ``engine._move``; counts the migrations and
+        overheads.  ``last_accelerator`` is set at once; ``last_gpu_ids`` and ``migrations``
+        too when ``eager``, else at the next full write-back."""
+        index = np.asarray(slots, dtype=np.int64)[moved]
+        had = self.ran_before[index]
+        overhead = np.where(had, np.minimum(self.switch[index], length), 0.0)
+        self.migrations[index] += had
+        self.paid[index] += overhead
+        self.ran_before[index] = True
+        self.moved[index] = True
+        mask = self.mask
+        for i in moved:
+            slot = slots[i]
+            mask[slot] = masks[i]
+            jobs[slot].last_accelerator = acc
+        if eager:
+            for i, count in zip(moved, self.migrations[index].tolist(), strict=True):
+                js = jobs[slots[i]]
+                js.last_gpu_ids = mask_ids(masks[i])
+                js.migrations = count
+        return overhead
+
+    def write_back(self, jobs: Sequence[JobState], slots: Sequence[int],
+                   full: bool = True) -> None:
         """Copy the progress columns of ``slots`` into their JobStates (``jobs[i]`` is the
-        JobState of ``slots[i]``)."""
+        JobState of ``slots[i]``); ``full`` also ``migrations`` and ``last_gpu_ids``."""
         if not slots:
             return
         index = np.asarray(slots, dtype=np.int64)
+        if full:
+            mask = self.mask
+            for js, slot, count, moved in zip(jobs, slots, self.migrations[index].tolist(),
+                                              self.moved[index].tolist(), strict=True):
+                js.migrations = count
+                if moved:
+                    js.last_gpu_ids = mask_ids(mask[slot])
         last_round = self.view.last_round[index].tolist()
         types = self.types
         for js, done, executed, attained, rounds, last, on in zip(
@@ -225,20 +270,19 @@ class _Placement:
     """
 
     def __init__(self, types: list[str], placers: dict[str, PoolPlacer],
-                 last_type: IntArray) -> None:
+                 last_type: IntArray, mask: list[int]) -> None:
         self.types = types
         self._mark = np.zeros(len(last_type), dtype=bool)  # scratch, by slot
         self.placers = [placers[k] for k in types]
         self.last_type = last_type
-        self.mask: list[int] = []  # by slot: the GPUs it held the last time it ran
+        self.mask = mask  # by slot: the GPUs it held the last time it ran (shared)
         self.scale: list[int] = []  # by slot: GPUs per gang
         empty = np.zeros(0, dtype=np.int64)
         self.last_slots: list[IntArray] = [empty] * len(types)  # placed last round, per type
         self.union: list[int] = [0] * len(types)  # their GPUs
 
-    def admit(self, mask: int, scale: int) -> None:
-        """A new slot, holding ``mask`` before the run (0: none)."""
-        self.mask.append(mask)
+    def admit(self, scale: int) -> None:
+        """A new slot, a gang of ``scale`` GPUs."""
         self.scale.append(scale)
 
     def layout(self, groups: list[list[int]]) -> list[SlotLayout]:
@@ -348,7 +392,6 @@ def run_arrays(
     finished: list[JobState] = []
     last_mask: dict[str, int] = {}
     fits: dict[str, tuple[int, dict[str, float]]] = {}
-    overhead_paid: dict[str, float] = {}
     rounds: list[RoundRecord] = []
     previous: list[int] = []  # slots of the jobs that ran in the round just simulated
     repeat_layout: list[SlotLayout] | None = None
@@ -373,7 +416,7 @@ def run_arrays(
     thr_a = cols.thr
     started_a = cols.started
     capacity = np.array([counts[k] for k in types], dtype=np.int64)
-    placement = _Placement(types, placers, view.last_type)
+    placement = _Placement(types, placers, view.last_type, cols.mask)
     seen = np.zeros(total, dtype=np.int64)  # scratch of _plan_groups
     # may run alone on k: positive throughput and a pool at least as large as the gang
     fit_a = np.zeros((total, len(types)), dtype=bool)
@@ -393,9 +436,9 @@ def run_arrays(
             scale.append(js.scale_factor)
             fits[js.id] = (admitted, {acc: thr for acc, thr in js.throughput.items()
                                       if thr > 0.0 and js.scale_factor <= counts[acc]})
-            last_mask[js.id] = ids_mask(js.last_gpu_ids or ())
-            placement.admit(last_mask[js.id], js.scale_factor)
+            last_mask[js.id] = 0  # (only _check_decision reads it, to name an error)
             cols.admit(admitted, js, type_index)
+            placement.admit(js.scale_factor)
             fit_a[admitted] = [k in fits[js.id][1] for k in types]
             admitted += 1
             arrived = True
@@ -458,10 +501,8 @@ def run_arrays(
         for acc, k, slots, masks, moved in layout:
             index = np.array(slots, dtype=np.int64)
             overhead = np.zeros(len(slots))
-            for i in moved:  # new GPUs: a migration, unless it is the job's first start
-                overhead[i] = _move(jobs[slots[i]], acc, masks[i], length, last_mask,
-                                    overhead_paid)
-                placement.mask[slots[i]] = masks[i]
+            if moved:  # new GPUs: a migration, unless it is the job's first start
+                overhead[moved] = cols.move(jobs, slots, moved, masks, acc, length, reads)
             thr = thr_a[index, k]
             steps = thr * (length - overhead)  # (L - 0.0) is L: the kept-placement case too
             total_steps = total_a[index]
@@ -499,7 +540,7 @@ def run_arrays(
                                           float(overhead[i]), ends_all[i] if fin[i]
                                           else round_end))
         if reads:  # the policy reads progress: its JobStates follow every round
-            cols.write_back([jobs[s] for s in still], still)
+            cols.write_back([jobs[s] for s in still], still, full=False)
         else:
             lagging = True
 
@@ -528,7 +569,7 @@ def run_arrays(
                 del by_id[job_id]
                 del fits[job_id]
                 del last_mask[job_id]
-                record = _job_record(js, cluster, overhead_paid.pop(job_id, 0.0))
+                record = _job_record(js, cluster, float(cols.paid[slot_of_job]))
                 if sinks.job_records:
                     records[slot_of_job] = record
                 if sinks.on_job_done is not None:
@@ -569,7 +610,7 @@ def run_arrays(
         cols.write_back(job_of[active_index].tolist(), active_index.tolist())
     for js, slot_of_job in zip(job_of[active_index].tolist(), active_index.tolist(),
                                strict=True):
-        record = _job_record(js, cluster, overhead_paid.get(js.id, 0.0))
+        record = _job_record(js, cluster, float(cols.paid[slot_of_job]))
         if sinks.job_records:
             records[slot_of_job] = record
         else:
