@@ -848,6 +848,67 @@ class PriorityCandidates:
         types = self._types
         return [(units[c], types[c]) for c in picked]
 
+    def _walk_solo(
+        self,
+        neg_priority: npt.NDArray[np.float64],
+        neg_deficit: npt.NDArray[np.float64],
+        eligible: npt.NDArray[np.bool_] | None,
+        gang: list[int],
+        free: Sequence[int],
+    ) -> list[int]:
+        """:meth:`pick`'s greedy walk when every unit is one job, in the order
+        ``np.lexsort((neg_deficit, neg_priority))`` (restricted to ``eligible``), found in two
+        parts: the candidates with a negative key (some share: -priority < 0, -inf before
+        anything was received) come before all others, so they are sorted and walked first,
+        and the rest (-priority 0: no share, or no age yet; NaN last as lexsort puts it) only
+        when the walk has not ended by then.  Each part is walked in chunks of
+        ``_PICK_CHUNK``; after each, the candidates the walk would skip anyway are dropped
+        from the rest (their unit placed, or their type with fewer GPUs left than the smallest
+        gang: GPUs left only decrease), so a round does not step over the many candidates of
+        jobs placed or types filled already."""
+        units = self._units
+        types = self._types
+        left = list(free)
+        total_left = sum(left)
+        smallest = min(gang)
+        placed = bytearray(len(gang))
+        placed_now = np.frombuffer(placed, dtype=np.uint8)  # a view: follows ``placed``
+        unplaced = len(gang)
+        chosen: list[int] = []
+        negative = neg_priority < 0
+        for part in (negative, ~negative):
+            if eligible is not None:
+                part = part & eligible
+            rest = np.flatnonzero(part)
+            if not len(rest):
+                continue
+            if len(gang) > unplaced:  # some unit placed already: drop its candidates first
+                rest = rest[placed_now[self.unit[rest]] == 0]
+            # stable: ties of priority and deficit keep the static order
+            rest = rest[np.lexsort((neg_deficit[rest], neg_priority[rest]))]
+            while len(rest):
+                positions = rest[:_PICK_CHUNK].tolist()
+                rest = rest[_PICK_CHUNK:]
+                for c in positions:
+                    u = units[c]
+                    if placed[u]:
+                        continue
+                    k = types[c]
+                    g = gang[u]
+                    if g > left[k]:
+                        continue
+                    placed[u] = 1
+                    unplaced -= 1
+                    left[k] -= g
+                    total_left -= g
+                    chosen.append(c)
+                    if total_left < smallest or not unplaced:
+                        return chosen
+                if len(rest):
+                    open_type = np.array(left) >= smallest
+                    rest = rest[(placed_now[self.unit[rest]] == 0) & open_type[self.acc[rest]]]
+        return chosen
+
     def pick(
         self,
         received: npt.NDArray[np.float64],
@@ -870,12 +931,17 @@ class PriorityCandidates:
         neg_weighted = self._neg_share * age
         neg_priority = self._neg_unreceived.copy()
         np.divide(neg_weighted, received, out=neg_priority, where=received > 0)
-        # stable: ties of priority and deficit keep the static order
-        order = np.lexsort((received + neg_weighted, neg_priority))
+        neg_deficit = received + neg_weighted
+        eligible: npt.NDArray[np.bool_] | None = None
         if not work_conserving:
             share = self.share
             eligible = self._positive & (received < share * (age + round_s)
                                          - _ELIGIBLE_EPS * round_s)
+        if members is None:
+            return self._walk_solo(neg_priority, neg_deficit, eligible, gang, free)
+        # stable: ties of priority and deficit keep the static order
+        order = np.lexsort((neg_deficit, neg_priority))
+        if eligible is not None:
             order = order[eligible[order]]
         units = self._units
         types = self._types
@@ -886,35 +952,6 @@ class PriorityCandidates:
                            else 1 + max(j for m in members for j in m))
         unplaced = len(gang)
         chosen: list[int] = []
-        if members is None:  # unit u is job u
-            # The walk goes through the order in chunks; after each, the candidates it would
-            # skip anyway are dropped from the rest (their unit placed, or their type with
-            # fewer GPUs left than the smallest gang: GPUs left only decrease), so a round
-            # does not step over the many candidates of jobs placed or types filled already.
-            rest = order
-            placed_now = np.frombuffer(placed, dtype=np.uint8)  # a view: follows ``placed``
-            while len(rest):
-                positions = rest[:_PICK_CHUNK].tolist()
-                rest = rest[_PICK_CHUNK:]
-                for c in positions:
-                    u = units[c]
-                    if placed[u]:
-                        continue
-                    k = types[c]
-                    g = gang[u]
-                    if g > left[k]:
-                        continue
-                    placed[u] = 1
-                    unplaced -= 1
-                    left[k] -= g
-                    total_left -= g
-                    chosen.append(c)
-                    if total_left < smallest or not unplaced:
-                        return chosen
-                if len(rest):
-                    open_type = np.array(left) >= smallest
-                    rest = rest[(placed_now[self.unit[rest]] == 0) & open_type[self.acc[rest]]]
-            return chosen
         positions = order.tolist()
         for c in positions:
             u = units[c]
