@@ -51,6 +51,8 @@ def test_pick_equals_the_plain_rule(data: st.DataObject, units: int, num_types: 
     unit, acc = np.nonzero(mask)
     share = np.where(rng.random(len(unit)) < 0.6, rng.random(len(unit)), 0.0)
     cands = PriorityCandidates(unit, acc, share, [unit], num_types, presorted=True)
+    # the static order: a stable sort by -X (ties, zeros included, in candidate order)
+    assert np.array_equal(cands.static, np.argsort(-share, kind="stable"))
     n = len(cands.unit)
     # received: 0 (nothing yet) for some, ties for others
     received = np.where(rng.random(n) < 0.3, 0.0, rng.choice([60.0, 120.0, 333.0], n))

@@ -309,7 +309,6 @@ class GavelPolicy(Policy):
         self._candidates: PriorityCandidates | None = None
         self._cand_arrival = np.zeros(0)
         self._cand_flat = np.zeros(0, dtype=np.int64)
-        self._cand_assign: list[Assignment] = []
         self._cand_engine_slot: npt.NDArray[np.int64] | None = None
         # _sync_jobs_arrays: per simulator slot, the adapter's slot (-1: not seen) and job id
         self._arrays_seen: ActiveArrays | None = None
@@ -787,10 +786,9 @@ class GavelPolicy(Policy):
             return []
         if not self._pairs:
             picked = self._choose_solo(state)
-            assignments = self._cand_assign
             self._ran_flat = self._cand_flat[picked]
             self._ran_pairs = []
-            plan = list(map(assignments.__getitem__, picked))
+            plan = self._assignment_flat[self._ran_flat].tolist()  # the picked ones only
             if state.arrays is None:
                 return plan
             # the array form for the simulator: slots of the candidates' jobs, their types
@@ -839,7 +837,6 @@ class GavelPolicy(Policy):
             cand_slot = rows[candidates.unit]
             self._cand_flat = cand_slot * num_types + candidates.acc
             self._cand_arrival = self._arrival[cand_slot]
-            self._cand_assign = self._assignment_flat[self._cand_flat].tolist()
             self._cand_engine_slot = None  # the simulator's slot per candidate (_choose)
             self._gang_list = self._gang[rows].tolist()
         received = self._received.reshape(-1)[self._cand_flat]

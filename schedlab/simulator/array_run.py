@@ -314,25 +314,41 @@ class _Placement:
             mark[before] = False
         else:
             kept = np.zeros(len(index), dtype=bool)
-        if bool(np.array_equal(here, kept)):  # the shortcut (class docstring)
-            num_kept = int(kept.sum())
-            union = 0
-            if num_kept:
-                mark[index] = True
-                left = before[~mark[before]]
-                mark[index] = False
-                if len(left) < num_kept:
-                    union = self.union[k]
-                    for s in left.tolist():
-                        union ^= mask[s]
-                else:
-                    for s in index[kept].tolist():
-                        union |= mask[s]
+        num_kept = int(kept.sum())
+        union = 0  # of the gangs that ran on k in the previous round
+        if num_kept:
+            mark[index] = True
+            left = before[~mark[before]]
+            mark[index] = False
+            if len(left) < num_kept:
+                union = self.union[k]
+                for s in left.tolist():
+                    union ^= mask[s]
+            else:
+                for s in index[kept].tolist():
+                    union |= mask[s]
+        all_free = placer.all_free
+        scale = self.scale
+        older = np.flatnonzero(here & ~kept).tolist()  # held GPUs here longer ago
+        sticky: npt.NDArray[np.bool_] | None = kept
+        if older:  # sticky in plan order among themselves, when clear of the union
+            taken = 0
+            sticky = kept.copy()
+            for j in older:
+                prev = mask[slots[j]]
+                if prev & union:  # may take GPUs of a gang of the previous round
+                    sticky = None
+                    break
+                if (prev & all_free) == prev and not prev & taken \
+                        and prev.bit_count() == scale[slots[j]]:
+                    sticky[j] = True
+                    taken |= prev
+            union |= taken
+        if sticky is not None:  # the shortcut (class docstring)
             masks = list(map(mask.__getitem__, slots))
-            rest = np.flatnonzero(~kept).tolist()
-            free = placer.all_free ^ union
+            rest = np.flatnonzero(~sticky).tolist()
+            free = all_free ^ union
             if rest:
-                scale = self.scale
                 free = placer.place_rest({i: scale[slots[i]] for i in rest}, masks, rest, free)
             rest.sort()
             return masks, rest, free

@@ -813,8 +813,15 @@ class PriorityCandidates:
     ) -> None:
         self.num_types = num_types
         #: caller's candidate index of each candidate, in the static order
-        self.static = (np.argsort(-share, kind="stable") if presorted
-                       else np.lexsort((acc, *ranks, -share)))
+        if presorted and len(share) and bool(np.all(share >= 0)):
+            # the stable sort by -X: the positive shares sorted, then the zeros in order
+            positive_at = np.flatnonzero(share > 0)
+            self.static = np.concatenate([
+                positive_at[np.argsort(-share[positive_at], kind="stable")],
+                np.flatnonzero(share <= 0)])
+        else:
+            self.static = (np.argsort(-share, kind="stable") if presorted
+                           else np.lexsort((acc, *ranks, -share)))
         self.unit = unit[self.static]
         self.acc = acc[self.static]
         self.share = share[self.static]
@@ -823,8 +830,14 @@ class PriorityCandidates:
         self._neg_share = -self.share
         # -priority when nothing was received yet: -inf with a share, else 0 (X = 0: always 0)
         self._neg_unreceived = np.where(positive, -np.inf, 0.0)
-        self._units = self.unit.tolist()
-        self._types = self.acc.tolist()
+        self._lists: tuple[list[int], list[int]] | None = None  # unit, acc as lists
+
+    def _unit_type_lists(self) -> tuple[list[int], list[int]]:
+        """``unit`` and ``acc`` as Python lists (made at the first need: the solo walk
+        reads only the chunks it walks)."""
+        if self._lists is None:
+            self._lists = (self.unit.tolist(), self.acc.tolist())
+        return self._lists
 
     def choose(
         self,
@@ -844,8 +857,7 @@ class PriorityCandidates:
         static = self.static
         picked = self.pick(received[static], age[static], gang, free, round_s=round_s,
                            members=members, work_conserving=work_conserving)
-        units = self._units
-        types = self._types
+        units, types = self._unit_type_lists()
         return [(units[c], types[c]) for c in picked]
 
     def _walk_solo(
@@ -866,8 +878,6 @@ class PriorityCandidates:
         from the rest (their unit placed, or their type with fewer GPUs left than the smallest
         gang: GPUs left only decrease), so a round does not step over the many candidates of
         jobs placed or types filled already."""
-        units = self._units
-        types = self._types
         left = list(free)
         total_left = sum(left)
         smallest = min(gang)
@@ -887,13 +897,12 @@ class PriorityCandidates:
             # stable: ties of priority and deficit keep the static order
             rest = rest[np.lexsort((neg_deficit[rest], neg_priority[rest]))]
             while len(rest):
-                positions = rest[:_PICK_CHUNK].tolist()
+                chunk = rest[:_PICK_CHUNK]
                 rest = rest[_PICK_CHUNK:]
-                for c in positions:
-                    u = units[c]
+                for c, u, k in zip(chunk.tolist(), self.unit[chunk].tolist(),
+                                   self.acc[chunk].tolist(), strict=True):
                     if placed[u]:
                         continue
-                    k = types[c]
                     g = gang[u]
                     if g > left[k]:
                         continue
@@ -943,8 +952,7 @@ class PriorityCandidates:
         order = np.lexsort((neg_deficit, neg_priority))
         if eligible is not None:
             order = order[eligible[order]]
-        units = self._units
-        types = self._types
+        units, types = self._unit_type_lists()
         left = list(free)
         total_left = sum(left)
         smallest = min(gang)
