@@ -353,8 +353,9 @@ class _Placement:
             rest.sort()
             return masks, rest, free
         gangs = list(map(self.scale.__getitem__, slots))
-        previous = [mask[s] if same else 0
-                    for s, same in zip(slots, here.tolist(), strict=True)]
+        previous = list(map(mask.__getitem__, slots))
+        for i in np.flatnonzero(~here).tolist():  # held nothing on this type
+            previous[i] = 0
         masks, rest, free = placer.place_moved(gangs, previous)
         moved = sorted(i for i in rest if masks[i] != previous[i])  # all of them
         return masks, moved, free

@@ -52,6 +52,12 @@ Determinism: the simulator has no randomness of its own; ``seed`` is handed to p
 for the same seed.  The engine writes no files; an interrupt (Ctrl-C) propagates unchanged
 (the records of jobs finished by then have gone to ``on_job_done`` already).
 
+**Two loops, one result.**  :func:`_run` below advances job by job; on large clusters
+(``engine="auto"``) runs under schedlab's mechanism without dynamic jobs or co-location
+throughputs go to :func:`schedlab.simulator.array_run.run_arrays`, which keeps the active
+jobs' progress in numpy columns and gives the same results bit for bit (docs/simulator.md,
+"The array engine"); ``_run`` stays the reference.
+
 **Memory** (docs/simulator.md, "Production-size traces").  A job is held in the arrival
 queue, then while active (its JobState and a few dict entries keyed by its id), and after it
 finishes only as its :class:`JobRecord` (``keep_jobs``, or handed to ``on_job_done``) and, for
