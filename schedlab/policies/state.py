@@ -139,6 +139,17 @@ class ActiveArrays:
     #: ``throughput_version``) in this run so far: while it stays, no version moved
     throughput_changes: int = 0
 
+    def __eq__(self, other: object) -> bool:
+        """Equal columns (element by element) and counts: a copy taken before ``decide``
+        equals the state after it unless something wrote into the arrays."""
+        if not isinstance(other, ActiveArrays):
+            return NotImplemented
+        return (self.throughput_changes == other.throughput_changes
+                and all(np.array_equal(getattr(self, name), getattr(other, name))
+                        for name in ("rows", "arrival", "scale", "last_round", "last_type")))
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
 
 class SlotPlan(list[Assignment]):
     """A decision (the list of Assignments, as always) that also gives its array form:
