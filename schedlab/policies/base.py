@@ -31,6 +31,14 @@ class Policy(ABC):
     #: whether ``decide`` reads ``state.finished``; a policy that does not may say False, so
     #: a streaming simulation (``simulate(..., keep_jobs=False)``) forgets finished jobs
     uses_finished_jobs: bool = True
+    #: whether ``decide`` reads ``state.arrays`` (:class:`~schedlab.policies.state.ActiveArrays`,
+    #: columns of the active jobs); the simulator keeps them only for policies that say True
+    uses_arrays: bool = False
+    #: whether ``decide`` reads the progress of the active JobStates (``steps_done``,
+    #: ``executed_s``, ``attained_service_s``, ``time_on``, ``rounds_run``,
+    #: ``last_round_run``); a policy that does not may say False, and the simulator's array
+    #: path then writes them back only when a job finishes (docs/simulator.md)
+    reads_progress: bool = True
 
     def __init__(self) -> None:
         self.solver_time_s = 0.0  # seconds spent in optimization solvers

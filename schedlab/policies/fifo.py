@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import pairwise
 from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
 
 from schedlab.errors import InputError
 from schedlab.formulations.gavel.rounds import GavelRoundState
 from schedlab.policies.base import Policy
-from schedlab.policies.state import Assignment, ClusterState, JobState
+from schedlab.policies.state import ActiveArrays, Assignment, ClusterState, JobState, SlotPlan
 
 logger = logging.getLogger(__name__)
 
@@ -237,10 +240,19 @@ class Fifo(Policy):
         self.mechanism: Literal["schedlab", "gavel"] = (
             mechanism or ("gavel" if gavel_code_quirks else "schedlab"))
         self.seed = seed
+        # the heterogeneity-aware FIFO decides from ``state.arrays`` (:meth:`_decide_arrays`)
+        # and reads no JobState progress; the type-blind one reads the JobStates, and so is
+        # a subclass with its own ``decide`` taken to
+        self.uses_arrays = heterogeneity_aware
+        self.reads_progress = not heterogeneity_aware or type(self).decide is not Fifo.decide
         self._allocation: dict[str, str] = {}  # job -> type, in allocation order
         self._rank: dict[str, int] = {}  # arrival rank of every job seen
         self._rng = random.Random(0)
         self._rounds: GavelRoundState | None = None
+        # array path: the run's ActiveArrays, and per slot the Assignment last made for it
+        self._arrays_of: ActiveArrays | None = None
+        self._made: npt.NDArray[np.object_] = np.empty(0, dtype=object)
+        self._made_type: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)  # -1: none
 
     def reset(self) -> None:
         """Forget the previous run: counters, the type-blind FIFO's job -> type map, arrival
@@ -250,12 +262,17 @@ class Fifo(Policy):
         self._rank = {}
         self._rng = random.Random(0)
         self._rounds = None
+        self._arrays_of = None
+        self._made = np.empty(0, dtype=object)
+        self._made_type = np.zeros(0, dtype=np.int64)
 
     def decide(self, state: ClusterState) -> list[Assignment]:
         """Keep the running jobs, then start waiting jobs in arrival order."""
         self.decisions += 1
         if not self.heterogeneity_aware:
             return self._decide_gavel_fifo(state)
+        if state.arrays is not None:
+            return self._decide_arrays(state, state.arrays)
         free = FreeGpus(state)
         out, waiting = keep_running(state, free)
 
@@ -264,6 +281,108 @@ class Fifo(Policy):
 
         out += place_in_order(waiting, free, preference, backfill=self.backfill)
         return out
+
+    def _decide_arrays(self, state: ClusterState, arrays: ActiveArrays) -> list[Assignment]:
+        """The decision of :func:`keep_running` + :func:`place_in_order`, read from the
+        simulator's columns instead of the JobStates' progress: O(active) numpy work, and
+        Python work only for the running jobs and the waiting jobs small enough to fit.
+
+        The order is by (arrival, id): the active order when arrivals strictly increase, else
+        a sort.  Running jobs (ran in the previous round on a cluster type) keep their type;
+        when their gangs, summed per type, fit the pools, every one of them fits in
+        :func:`keep_running`'s walk, else the walk is done here one job at a time.  The
+        waiting jobs then go to :func:`place_in_order`; with backfill, jobs larger than the
+        largest pool's free GPUs at the walk's start are left out beforehand, as that walk
+        skips them too (free GPUs only decrease).  Reads of a JobState: ``id``, ``arrival``
+        (ties only), ``throughput`` and ``last_accelerator`` (type preference)."""
+        rows = arrays.rows
+        active = state.active
+        arrival = arrays.arrival[rows]
+        order: npt.NDArray[np.int64] | None = None
+        if len(rows) > 1 and not bool(np.all(arrival[1:] > arrival[:-1])):
+            order = np.array(sorted(range(len(active)), key=lambda i: _arrival_key(active[i])),
+                             dtype=np.int64)
+            rows = rows[order]
+        types = state.cluster.types
+        counts = [state.cluster.accelerators[k].count for k in types]
+        last_type = arrays.last_type[rows]
+        scale = arrays.scale[rows]
+        running = (arrays.last_round[rows] >= state.round_index - 1) & (last_type >= 0)
+        run_at = np.flatnonzero(running)
+        free = FreeGpus(state)
+        if arrays is not self._arrays_of or len(self._made) < len(arrays.arrival):
+            if arrays is not self._arrays_of:  # a new run: slots start again
+                self._arrays_of = arrays
+                self._made = np.empty(0, dtype=object)
+                self._made_type = np.zeros(0, dtype=np.int64)
+            grow = len(arrays.arrival) - len(self._made)
+            self._made = np.concatenate([self._made, np.full(grow, None, dtype=object)])
+            self._made_type = np.concatenate([self._made_type,
+                                              np.full(grow, -1, dtype=np.int64)])
+        made = self._made
+        made_type = self._made_type
+        run_type = last_type[run_at]
+        run_slots = rows[run_at]
+        used = np.bincount(run_type, weights=scale[run_at], minlength=len(types))
+        position = run_at if order is None else order[run_at]
+        stale = np.flatnonzero(made_type[run_slots] != run_type)
+        for n in stale.tolist():  # Assignment(job, the type it keeps), made once per job
+            slot = int(run_slots[n])
+            k = int(run_type[n])
+            made[slot] = Assignment(active[int(position[n])].id, types[k])
+            made_type[slot] = k
+        kept = np.ones(len(run_at), dtype=bool)
+        fits_all = not bool(np.any(used > np.asarray(counts)))
+        if fits_all:  # every running gang fits
+            out: list[Assignment] = made[run_slots].tolist()
+            for acc, n in zip(types, used.tolist(), strict=True):
+                free.free[acc] -= int(n)
+        else:  # keep_running's walk: a gang keeps its type while it fits
+            out = []
+            for n, (i, slot, k) in enumerate(zip(position.tolist(), run_slots.tolist(),
+                                                 run_type.tolist(), strict=True)):
+                size = active[i].scale_factor
+                if not free.fits(size, types[k]):
+                    kept[n] = False
+                    continue
+                free.take(size, types[k])
+                out.append(made[slot])
+        plan_slots = run_slots if fits_all else run_slots[kept]
+        plan_types = run_type if fits_all else run_type[kept]
+        most = max(free.free.values(), default=0)
+        if most == 0:
+            return SlotPlan(out, plan_slots, plan_types)
+        waiting_mask = ~running
+        waiting_mask[run_at[~kept]] = True
+        if self.backfill:
+            waiting_mask &= scale <= most
+        waiting = np.flatnonzero(waiting_mask)
+        if order is not None:
+            waiting = order[waiting]
+        slot_of: dict[str, int] = {}  # the waiting jobs walked so far -> slot
+
+        def walk() -> Iterator[JobState]:
+            # in chunks: the walk usually stops long before the end of the queue
+            for start in range(0, len(waiting), 64):
+                chunk = waiting[start:start + 64]
+                for i, slot in zip(chunk.tolist(), arrays.rows[chunk].tolist(), strict=True):
+                    job = active[i]
+                    slot_of[job.id] = slot
+                    yield job
+
+        def preference(job: JobState) -> list[str]:
+            return type_preference(job, state, heterogeneity_aware=True)
+
+        started = place_in_order(walk(), free, preference, backfill=self.backfill)
+        if not started:
+            return SlotPlan(out, plan_slots, plan_types)
+        index = {k: n for n, k in enumerate(types)}
+        return SlotPlan(
+            out + started,
+            np.concatenate([plan_slots, np.array([slot_of[a.job] for a in started],
+                                                 dtype=np.int64)]),
+            np.concatenate([plan_types, np.array([index[a.accelerator] for a in started],
+                                                 dtype=np.int64)]))
 
     # the type-blind FIFO (Gavel's) -------------------------------------------------------
     def _decide_gavel_fifo(self, state: ClusterState) -> list[Assignment]:

@@ -88,7 +88,13 @@ from schedlab.policies.gavel_class_lp import MaxMinClassLP, SumThroughputClassLP
 from schedlab.policies.gavel_fifo import fifo_allocation
 from schedlab.policies.gavel_job_lp import FinishTimeSearch, MakespanLP
 from schedlab.policies.gavel_water_filling import WaterFilling
-from schedlab.policies.state import Assignment, ClusterState, JobState
+from schedlab.policies.state import (
+    ActiveArrays,
+    Assignment,
+    ClusterState,
+    JobState,
+    SlotPlan,
+)
 from schedlab.registry import formulations
 from schedlab.solvers import LpMethod, SolverOptions
 
@@ -101,6 +107,7 @@ Method = Literal["auto", "array", "generic"]
 Mechanism = Literal["schedlab", "gavel"]
 
 _job_id = attrgetter("id")
+_thr_version = attrgetter("throughput_version")
 
 #: The persistent model an array path keeps: the class LPs of max-min fairness and of the
 #: sum of throughputs, the per-job LPs of min makespan and finish-time fairness, the class
@@ -157,6 +164,8 @@ class GavelPolicy(Policy):
     """
 
     description = "Gavel formulation solved on each job-set change, realised by priorities"
+    #: a round of single jobs is returned as a SlotPlan (its slots from ``state.arrays``)
+    uses_arrays = True
 
     def __init__(
         self,
@@ -208,6 +217,14 @@ class GavelPolicy(Policy):
         #: which persistent model the array path keeps (None on the generic path)
         self.fast_path: FastPath | None = (
             fast_path_of(entry.cls, entry.kwargs) if self.path == "array" else None)
+        #: the class-LP paths under schedlab's mechanism read no JobState progress (the time
+        #: received is the adapter's own sum, ``time_on`` is read once, at a job's first
+        #: sight); the simulator's array path then keeps progress in its columns only.  A
+        #: subclass with its own ``decide`` is taken to read it.
+        self.reads_progress = not (mechanism == "schedlab"
+                                   and self.fast_path in ("max_min", "sum_throughput")
+                                   and not entry.kwargs.get("space_sharing", False)
+                                   and type(self).decide is GavelPolicy.decide)
         form = entry.make()
         if not isinstance(form, gavel_formulations.GavelMethod):  # checked above
             raise InputError(f"{formulation!r} is not a Gavel formulation")
@@ -305,7 +322,12 @@ class GavelPolicy(Policy):
         self._candidates: PriorityCandidates | None = None
         self._cand_arrival = np.zeros(0)
         self._cand_flat = np.zeros(0, dtype=np.int64)
-        self._cand_assign: list[Assignment] = []
+        self._cand_engine_slot: npt.NDArray[np.int64] | None = None
+        # _sync_jobs_arrays: per simulator slot, the adapter's slot (-1: not seen) and job id
+        self._arrays_seen: ActiveArrays | None = None
+        self._slot_by_engine = np.zeros(0, dtype=np.int64)
+        self._id_by_engine = np.empty(0, dtype=object)
+        self._thr_changes_seen = 0
         self._gang_list: list[int] = []
         self._isolated_s = {}
         self._isolated_prev = {}
@@ -387,6 +409,9 @@ class GavelPolicy(Policy):
 
     def _sync_jobs(self, state: ClusterState) -> None:
         """Slots for new jobs; the active rows in arrival order (one pass over the ids)."""
+        if state.arrays is not None:
+            self._sync_jobs_arrays(state, state.arrays)
+            return
         active = state.active
         ids = list(map(_job_id, active))
         slots = list(map(self._slot_of.get, ids))
@@ -396,11 +421,50 @@ class GavelPolicy(Policy):
                 if slots[i] is None:
                     slots[i] = self._add_job(active[i])
         known = self._thr_version
-        for js in active:  # a dynamic job in a new batch size: its new throughput row
-            if js.throughput_version != known[js.id]:
-                self._read_throughput(js, self._slot_of[js.id])
+        # a dynamic job in a new batch size: its new throughput row (compared as two lists
+        # first: a walk in Python only when some version moved)
+        if list(map(_thr_version, active)) != list(map(known.__getitem__, ids)):
+            for js in active:
+                if js.throughput_version != known[js.id]:
+                    self._read_throughput(js, self._slot_of[js.id])
         self._ids = ids
         self._rows = np.array(slots, dtype=np.int64)
+        self._assignment_rows = None
+        self._seen_version = state.job_set_version
+        self._candidates = None
+
+    def _sync_jobs_arrays(self, state: ClusterState, arrays: ActiveArrays) -> None:
+        """:meth:`_sync_jobs` with the simulator's columns: the adapter's slot and the id of
+        each simulator slot are kept in two arrays, so the rows and ids of the active jobs are
+        two gathers, and only new jobs are looked at one by one; throughput versions are
+        walked only when the simulator changed some throughput since the last sync."""
+        active = state.active
+        engine_rows = arrays.rows
+        if arrays is not self._arrays_seen:  # a new run: the simulator's slots start again
+            self._arrays_seen = arrays
+            self._slot_by_engine = np.full(len(arrays.arrival), -1, dtype=np.int64)
+            self._id_by_engine = np.empty(len(arrays.arrival), dtype=object)
+            self._thr_changes_seen = arrays.throughput_changes
+        slots = self._slot_by_engine[engine_rows]
+        new = np.flatnonzero(slots < 0)
+        if len(new):
+            self._grow(len(self._slot_of) + len(new))
+            for i in new.tolist():
+                js = active[i]
+                slot = self._slot_of.get(js.id)
+                if slot is None:
+                    slot = self._add_job(js)
+                slots[i] = slot
+                self._slot_by_engine[engine_rows[i]] = slot
+                self._id_by_engine[engine_rows[i]] = js.id
+        if arrays.throughput_changes != self._thr_changes_seen:
+            self._thr_changes_seen = arrays.throughput_changes
+            known = self._thr_version
+            for js in active:  # a dynamic job in a new batch size: its new throughput row
+                if js.throughput_version != known[js.id]:
+                    self._read_throughput(js, self._slot_of[js.id])
+        self._ids = self._id_by_engine[engine_rows].tolist()
+        self._rows = slots
         self._assignment_rows = None
         self._seen_version = state.job_set_version
         self._candidates = None
@@ -763,10 +827,19 @@ class GavelPolicy(Policy):
             return []
         if not self._pairs:
             picked = self._choose_solo(state)
-            assignments = self._cand_assign
             self._ran_flat = self._cand_flat[picked]
             self._ran_pairs = []
-            return list(map(assignments.__getitem__, picked))
+            plan = self._assignment_flat[self._ran_flat].tolist()  # the picked ones only
+            if state.arrays is None:
+                return plan
+            # the array form for the simulator: slots of the candidates' jobs, their types
+            # (candidates are rebuilt, with the rows, whenever the job set changes)
+            if self._cand_engine_slot is None:
+                candidates = self._candidates
+                assert candidates is not None
+                self._cand_engine_slot = state.arrays.rows[candidates.unit]
+            return SlotPlan(plan, self._cand_engine_slot[picked],
+                            self._candidates.acc[picked])  # type: ignore[union-attr]
         chosen, pair_jobs = self._choose_with_pairs(state)
         table = self._assignment_table()
         ran_pairs: list[tuple[str, str, int]] = []
@@ -805,7 +878,7 @@ class GavelPolicy(Policy):
             cand_slot = rows[candidates.unit]
             self._cand_flat = cand_slot * num_types + candidates.acc
             self._cand_arrival = self._arrival[cand_slot]
-            self._cand_assign = self._assignment_flat[self._cand_flat].tolist()
+            self._cand_engine_slot = None  # the simulator's slot per candidate (_choose)
             self._gang_list = self._gang[rows].tolist()
         received = self._received.reshape(-1)[self._cand_flat]
         age = state.now - self._cand_arrival

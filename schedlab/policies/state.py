@@ -20,7 +20,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from schedlab.instance import Cluster
+
+#: ``ActiveArrays.last_round`` of a job that has not run.
+NEVER_RAN = -(2**62)
 
 
 @dataclass(slots=True)
@@ -110,6 +116,59 @@ class Assignment:
     partner: str | None = None
 
 
+@dataclass(eq=False)
+class ActiveArrays:
+    """Array columns of the active jobs, kept by the simulator for policies that ask for
+    them (``Policy.uses_arrays``); the :class:`JobState` s in ``ClusterState.active`` stay the
+    reference and carry the same values.
+
+    ``rows[i]`` is the *slot* of ``ClusterState.active[i]``: its index in the run's admission
+    order, fixed for the whole run.  The other arrays are indexed by slot (read a column of
+    the active jobs as ``column[rows]``); they are the simulator's own arrays, valid while
+    the round is decided (read them, never write them).  One object serves a whole run, so a
+    policy may key caches on its identity.
+    """
+
+    rows: npt.NDArray[np.int64]  # slot of each active job, in the order of ``active``
+    arrival: npt.NDArray[np.float64]  # s
+    scale: npt.NDArray[np.int64]  # GPUs per gang (scale_factor)
+    last_round: npt.NDArray[np.int64]  # last_round_run; NEVER_RAN when it has not run
+    #: index in ``cluster.types`` of ``last_accelerator``; -1 when None or not a cluster type
+    last_type: npt.NDArray[np.int64]
+    #: how many times the simulator changed a job's ``throughput`` (and bumped its
+    #: ``throughput_version``) in this run so far: while it stays, no version moved
+    throughput_changes: int = 0
+
+    def __eq__(self, other: object) -> bool:
+        """Equal columns (element by element) and counts: a copy taken before ``decide``
+        equals the state after it unless something wrote into the arrays."""
+        if not isinstance(other, ActiveArrays):
+            return NotImplemented
+        return (self.throughput_changes == other.throughput_changes
+                and all(np.array_equal(getattr(self, name), getattr(other, name))
+                        for name in ("rows", "arrival", "scale", "last_round", "last_type")))
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+
+class SlotPlan(list[Assignment]):
+    """A decision (the list of Assignments, as always) that also gives its array form:
+    ``slots[i]`` is the :class:`ActiveArrays` slot of ``self[i].job`` and ``types[i]`` the index
+    in ``cluster.types`` of ``self[i].accelerator`` (single jobs only: no ``partner``).
+
+    A policy that reads ``state.arrays`` may return one; the simulator's array path then checks
+    and groups the plan on the two arrays instead of reading every Assignment.  The arrays
+    must describe exactly the Assignments (the tests compare such runs with the reference
+    loop, which reads the Assignments).
+    """
+
+    def __init__(self, assignments: list[Assignment], slots: npt.NDArray[np.int64],
+                 types: npt.NDArray[np.int64]) -> None:
+        super().__init__(assignments)
+        self.slots = slots
+        self.types = types
+
+
 @dataclass
 class ClusterState:
     """The simulator's state at the start of round ``round_index`` (time ``now``, s)."""
@@ -125,6 +184,9 @@ class ClusterState:
     finished: list[JobState]
     job_set_version: int = 0  # increases whenever a job arrives, finishes or changes throughput
     seed: int = 0  # the run's seed: policies that draw random numbers derive them from it
+    #: array columns of ``active`` (see :class:`ActiveArrays`); the simulator fills them for
+    #: a policy whose ``uses_arrays`` is true, else None
+    arrays: ActiveArrays | None = None
 
     @property
     def gpus(self) -> dict[str, int]:

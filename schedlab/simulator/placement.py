@@ -22,7 +22,7 @@ a 1000-job trace costs well under a second in all.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -132,6 +132,13 @@ class PoolPlacer:
         ``previous[i]`` is the mask gang i held the last time it ran on this type (0: none).
         The total of ``gangs`` must not exceed ``count`` (the caller checked the decision).
         """
+        return self.place_moved(gangs, previous)[0]
+
+    def place_moved(self, gangs: Sequence[int], previous: Sequence[int]
+                    ) -> tuple[list[int], list[int], int]:
+        """:meth:`place`, the indices of the gangs that did not keep ``previous[i]`` (their
+        mask differs from it: it had a GPU taken, or was 0), in the order placed, and the
+        mask of the GPUs left free."""
         free = self.all_free
         masks: list[int] = []
         keep = masks.append
@@ -144,7 +151,14 @@ class PoolPlacer:
                 rest.append(len(masks))
                 keep(0)
         if not rest:
-            return masks
+            return masks, rest, free
+        return masks, rest, self.place_rest(gangs, masks, rest, free)
+
+    def place_rest(self, gangs: Sequence[int] | Mapping[int, int], masks: list[int],
+                   rest: list[int], free: int) -> int:
+        """The second step of :meth:`place`: gangs ``rest`` (indices in plan order, sorted
+        here largest first, stably) get ``masks[i]`` by the packing rule from ``free``;
+        returns the mask left free.  ``gangs[i]`` is gang i's size."""
         if len(rest) > 1:  # largest first; stable (also reversed): policy order within a size
             rest.sort(key=gangs.__getitem__, reverse=True)
         single = len(self._nodes) == 1
@@ -156,7 +170,7 @@ class PoolPlacer:
                 mask = self.take(free, size)
             masks[i] = mask
             free ^= mask
-        return masks
+        return free
 
 
 def cluster_placers(cluster: Cluster) -> dict[str, PoolPlacer]:

@@ -763,6 +763,10 @@ def choose_by_priority(
         members=members, work_conserving=work_conserving)
 
 
+#: Candidates :meth:`PriorityCandidates.pick` walks between two prunings of the rest.
+_PICK_CHUNK = 1024
+
+
 class PriorityCandidates:
     """The (unit, type) candidates of :func:`choose_by_priority` with their static sort keys.
 
@@ -791,8 +795,15 @@ class PriorityCandidates:
     ) -> None:
         self.num_types = num_types
         #: caller's candidate index of each candidate, in the static order
-        self.static = (np.argsort(-share, kind="stable") if presorted
-                       else np.lexsort((acc, *ranks, -share)))
+        if presorted and len(share) and bool(np.all(share >= 0)):
+            # the stable sort by -X: the positive shares sorted, then the zeros in order
+            positive_at = np.flatnonzero(share > 0)
+            self.static = np.concatenate([
+                positive_at[np.argsort(-share[positive_at], kind="stable")],
+                np.flatnonzero(share <= 0)])
+        else:
+            self.static = (np.argsort(-share, kind="stable") if presorted
+                           else np.lexsort((acc, *ranks, -share)))
         self.unit = unit[self.static]
         self.acc = acc[self.static]
         self.share = share[self.static]
@@ -801,8 +812,14 @@ class PriorityCandidates:
         self._neg_share = -self.share
         # -priority when nothing was received yet: -inf with a share, else 0 (X = 0: always 0)
         self._neg_unreceived = np.where(positive, -np.inf, 0.0)
-        self._units = self.unit.tolist()
-        self._types = self.acc.tolist()
+        self._lists: tuple[list[int], list[int]] | None = None  # unit, acc as lists
+
+    def _unit_type_lists(self) -> tuple[list[int], list[int]]:
+        """``unit`` and ``acc`` as Python lists (made at the first need: the solo walk
+        reads only the chunks it walks)."""
+        if self._lists is None:
+            self._lists = (self.unit.tolist(), self.acc.tolist())
+        return self._lists
 
     def choose(
         self,
@@ -822,9 +839,66 @@ class PriorityCandidates:
         static = self.static
         picked = self.pick(received[static], age[static], gang, free, round_s=round_s,
                            members=members, work_conserving=work_conserving)
-        units = self._units
-        types = self._types
+        units, types = self._unit_type_lists()
         return [(units[c], types[c]) for c in picked]
+
+    def _walk_solo(
+        self,
+        neg_priority: npt.NDArray[np.float64],
+        neg_deficit: npt.NDArray[np.float64],
+        eligible: npt.NDArray[np.bool_] | None,
+        gang: list[int],
+        free: Sequence[int],
+    ) -> list[int]:
+        """:meth:`pick`'s greedy walk when every unit is one job, in the order
+        ``np.lexsort((neg_deficit, neg_priority))`` (restricted to ``eligible``), found in two
+        parts: the candidates with a negative key (some share: -priority < 0, -inf before
+        anything was received) come before all others, so they are sorted and walked first,
+        and the rest (-priority 0: no share, or no age yet; NaN last as lexsort puts it) only
+        when the walk has not ended by then.  Each part is walked in chunks of
+        ``_PICK_CHUNK``; after each, the candidates the walk would skip anyway are dropped
+        from the rest (their unit placed, or their type with fewer GPUs left than the smallest
+        gang: GPUs left only decrease), so a round does not step over the many candidates of
+        jobs placed or types filled already."""
+        left = list(free)
+        total_left = sum(left)
+        smallest = min(gang)
+        placed = bytearray(len(gang))
+        placed_now = np.frombuffer(placed, dtype=np.uint8)  # a view: follows ``placed``
+        unplaced = len(gang)
+        chosen: list[int] = []
+        negative = neg_priority < 0
+        for part in (negative, ~negative):
+            if eligible is not None:
+                part = part & eligible
+            rest = np.flatnonzero(part)
+            if not len(rest):
+                continue
+            if len(gang) > unplaced:  # some unit placed already: drop its candidates first
+                rest = rest[placed_now[self.unit[rest]] == 0]
+            # stable: ties of priority and deficit keep the static order
+            rest = rest[np.lexsort((neg_deficit[rest], neg_priority[rest]))]
+            while len(rest):
+                chunk = rest[:_PICK_CHUNK]
+                rest = rest[_PICK_CHUNK:]
+                for c, u, k in zip(chunk.tolist(), self.unit[chunk].tolist(),
+                                   self.acc[chunk].tolist(), strict=True):
+                    if placed[u]:
+                        continue
+                    g = gang[u]
+                    if g > left[k]:
+                        continue
+                    placed[u] = 1
+                    unplaced -= 1
+                    left[k] -= g
+                    total_left -= g
+                    chosen.append(c)
+                    if total_left < smallest or not unplaced:
+                        return chosen
+                if len(rest):
+                    open_type = np.array(left) >= smallest
+                    rest = rest[(placed_now[self.unit[rest]] == 0) & open_type[self.acc[rest]]]
+        return chosen
 
     def pick(
         self,
@@ -848,16 +922,19 @@ class PriorityCandidates:
         neg_weighted = self._neg_share * age
         neg_priority = self._neg_unreceived.copy()
         np.divide(neg_weighted, received, out=neg_priority, where=received > 0)
-        # stable: ties of priority and deficit keep the static order
-        order = np.lexsort((received + neg_weighted, neg_priority))
+        neg_deficit = received + neg_weighted
+        eligible: npt.NDArray[np.bool_] | None = None
         if not work_conserving:
             share = self.share
             eligible = self._positive & (received < share * (age + round_s)
                                          - _ELIGIBLE_EPS * round_s)
+        if members is None:
+            return self._walk_solo(neg_priority, neg_deficit, eligible, gang, free)
+        # stable: ties of priority and deficit keep the static order
+        order = np.lexsort((neg_deficit, neg_priority))
+        if eligible is not None:
             order = order[eligible[order]]
-        positions = order.tolist()
-        units = self._units
-        types = self._types
+        units, types = self._unit_type_lists()
         left = list(free)
         total_left = sum(left)
         smallest = min(gang)
@@ -865,23 +942,7 @@ class PriorityCandidates:
                            else 1 + max(j for m in members for j in m))
         unplaced = len(gang)
         chosen: list[int] = []
-        if members is None:  # unit u is job u
-            for c in positions:
-                u = units[c]
-                if placed[u]:
-                    continue
-                k = types[c]
-                g = gang[u]
-                if g > left[k]:
-                    continue
-                placed[u] = 1
-                unplaced -= 1
-                left[k] -= g
-                total_left -= g
-                chosen.append(c)
-                if total_left < smallest or not unplaced:
-                    break
-            return chosen
+        positions = order.tolist()
         for c in positions:
             u = units[c]
             k = types[c]

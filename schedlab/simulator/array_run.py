@@ -1,0 +1,666 @@
+r"""The simulator's loop with the active jobs' progress held in numpy columns.
+
+:func:`run_arrays` is :func:`schedlab.simulator.engine._run` for the common case -- schedlab's
+round mechanism (``mechanism="schedlab"``), no dynamic-adaptation job, no job with co-location
+throughputs (so every gang is one job) -- with the same rules, the same floating-point
+operations in the same order, and so the same results bit for bit; ``_run`` stays the
+reference (``simulate(..., reference_path=True)``, and the tests compare the two).
+
+What changes is where a job's progress lives.  Every job gets a *slot* (its index in admission
+order) in run-wide arrays: remaining work (``total_steps``, ``steps_done``), ``executed_s``,
+``attained_service_s``, seconds per type (``time_on``), ``rounds_run``, ``last_round_run``, and
+its throughput per type.  A round's progress (docs/simulator.md, "Progress"), for the gangs
+placed on type k with throughputs T (steps/s), overheads o (s) and round length L, is then a
+handful of array operations over those gangs:
+
+.. math::
+
+    s = T (L - o), \quad R = \text{total} - \text{done}, \quad
+    \text{finished} = R - s \le 10^{-9}\,\text{total}, \quad
+    \text{held} = \begin{cases} \min(o + R / T,\; L) & \text{finished} \\ L & \text{else}
+    \end{cases}
+
+and ``time_on[k] += held``, ``executed += held``, ``attained += held x scale_factor``, busy
+GPU-seconds ``+= sum(scale_factor x held)`` (summed in gang order, as ``_run`` does:
+``np.cumsum`` adds sequentially).  Python work per gang is left for what needs Python objects:
+mapping the policy's Assignments to slots, placement (GPU bit masks), and the jobs that move
+(switch overhead, ``last_gpu_ids``), start or finish.
+
+The :class:`~schedlab.policies.state.JobState` s a policy sees are brought up to date from the
+arrays after every round -- unless the policy says it does not read their progress
+(``reads_progress`` false: FIFO and the Gavel adapter on its class-LP path read the columns of
+``ClusterState.arrays`` instead); then only the fields that change rarely are kept current
+(``last_accelerator``, ``last_gpu_ids``, ``start_time``, ``migrations``, ``preemptions``), and a
+job's whole state is written back when it finishes, when the run ends, and before any round
+whose policy does read progress.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from schedlab.instance import Cluster
+from schedlab.policies.base import Policy
+from schedlab.policies.state import (
+    NEVER_RAN,
+    ActiveArrays,
+    Assignment,
+    ClusterState,
+    JobState,
+    SlotPlan,
+)
+from schedlab.simulator.engine import (
+    FINISH_TOLERANCE,
+    InvalidDecisionError,
+    Mode,
+    Progress,
+    SimulationStalledError,
+    _check_decision,
+    _counters,
+    _job_record,
+    _Sinks,
+)
+from schedlab.simulator.placement import PoolPlacer, cluster_placers, ids_mask, mask_ids
+from schedlab.simulator.result import JobRecord, RoundRecord, RunRecord, SimulationResult
+
+log = logging.getLogger(__name__)
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+#: One accelerator type of a round as placed: (type, its index, slots of its gangs in plan
+#: order, GPU mask of each gang, the positions of the gangs whose mask differs from the one
+#: they held there the last time they ran there, or that had not run there).
+SlotLayout = tuple[str, int, list[int], list[int], list[int]]
+
+
+def can_run_arrays(jobs: Sequence[JobState], mechanism: str) -> bool:
+    """Whether :func:`run_arrays` covers a run: schedlab's mechanism, every job static (no
+    batch-size schedule) and none with co-location throughputs."""
+    return mechanism == "schedlab" and all(
+        js.batch_schedule is None and not js.colocated_throughput for js in jobs)
+
+
+class _Progress:
+    """Per-slot progress columns of a run (module docstring) and the write-back to JobStates."""
+
+    def __init__(self, total: int, types: list[str], view: ActiveArrays) -> None:
+        num_types = len(types)
+        self.types = types
+        self.view = view
+        self.total = np.zeros(total)
+        self.done = np.zeros(total)
+        self.executed = np.zeros(total)
+        self.attained = np.zeros(total)
+        self.time_on = np.zeros((total, num_types))
+        self.rounds_run = np.zeros(total, dtype=np.int64)
+        self.thr = np.zeros((total, num_types))
+        self.started = np.zeros(total, dtype=bool)
+        # moves: switch overhead (s), whether it ran before (a move then migrates), the
+        # migrations, the overhead paid in this run (s), whether it moved in this run
+        self.switch = np.zeros(total)
+        self.ran_before = np.zeros(total, dtype=bool)
+        self.migrations = np.zeros(total, dtype=np.int64)
+        self.paid = np.zeros(total)
+        self.moved = np.zeros(total, dtype=bool)
+        self.mask: list[int] = []  # by slot: the GPUs it holds or last held (bit mask)
+
+    def admit(self, slot: int, js: JobState, type_index: dict[str, int]) -> None:
+        """Columns of a job entering ``slot`` (``time_on`` already holds every type)."""
+        view = self.view
+        view.arrival[slot] = js.arrival
+        view.scale[slot] = js.scale_factor
+        if js.last_round_run is not None:
+            view.last_round[slot] = js.last_round_run
+        if js.last_accelerator is not None:
+            view.last_type[slot] = type_index.get(js.last_accelerator, -1)
+        self.total[slot] = js.total_steps
+        self.done[slot] = js.steps_done
+        self.executed[slot] = js.executed_s
+        self.attained[slot] = js.attained_service_s
+        self.time_on[slot] = [js.time_on[k] for k in self.types]
+        self.rounds_run[slot] = js.rounds_run
+        self.thr[slot] = [js.throughput.get(k, 0.0) for k in self.types]
+        self.started[slot] = js.start_time is not None
+        self.switch[slot] = js.switch_overhead_s
+        self.ran_before[slot] = js.last_accelerator is not None
+        self.migrations[slot] = js.migrations
+        self.mask.append(ids_mask(js.last_gpu_ids or ()))
+
+    def move(self, jobs: list[JobState], slots: list[int], moved: list[int],
+             masks: list[int], acc: str, length: float, eager: bool) -> FloatArray:
+        """The gangs at positions ``moved`` of ``slots`` run on new GPUs ``masks[i]`` of
+        ``acc``: returns their switch overheads, min(o_j, L) for a job that ran before (a
+        migration) and 0 at its first start, as ``engine._move``; counts the migrations and
+        overheads.  ``last_accelerator`` is set at once; ``last_gpu_ids`` and ``migrations``
+        too when ``eager``, else at the next full write-back."""
+        index = np.asarray(slots, dtype=np.int64)[moved]
+        had = self.ran_before[index]
+        overhead = np.where(had, np.minimum(self.switch[index], length), 0.0)
+        self.migrations[index] += had
+        self.paid[index] += overhead
+        self.ran_before[index] = True
+        self.moved[index] = True
+        mask = self.mask
+        for i in moved:
+            slot = slots[i]
+            mask[slot] = masks[i]
+            jobs[slot].last_accelerator = acc
+        if eager:
+            for i, count in zip(moved, self.migrations[index].tolist(), strict=True):
+                js = jobs[slots[i]]
+                js.last_gpu_ids = mask_ids(masks[i])
+                js.migrations = count
+        return overhead
+
+    def write_back(self, jobs: Sequence[JobState], slots: Sequence[int],
+                   full: bool = True) -> None:
+        """Copy the progress columns of ``slots`` into their JobStates (``jobs[i]`` is the
+        JobState of ``slots[i]``); ``full`` also ``migrations`` and ``last_gpu_ids``."""
+        if not slots:
+            return
+        index = np.asarray(slots, dtype=np.int64)
+        if full:
+            mask = self.mask
+            for js, slot, count, moved in zip(jobs, slots, self.migrations[index].tolist(),
+                                              self.moved[index].tolist(), strict=True):
+                js.migrations = count
+                if moved:
+                    js.last_gpu_ids = mask_ids(mask[slot])
+        last_round = self.view.last_round[index].tolist()
+        types = self.types
+        for js, done, executed, attained, rounds, last, on in zip(
+                jobs, self.done[index].tolist(), self.executed[index].tolist(),
+                self.attained[index].tolist(), self.rounds_run[index].tolist(), last_round,
+                self.time_on[index].tolist(), strict=True):
+            js.steps_done = done
+            js.executed_s = executed
+            js.attained_service_s = attained
+            js.rounds_run = rounds
+            js.last_round_run = None if last == NEVER_RAN else last
+            time_on = js.time_on
+            for k, value in zip(types, on, strict=True):
+                time_on[k] = value
+
+
+def _slot_groups(
+    decision: Sequence[Assignment],
+    fits: dict[str, tuple[int, dict[str, float]]],
+    scale: list[int],
+    counts: dict[str, int],
+) -> list[list[int]] | None:
+    """The slots of a plan of single jobs per type (cluster order), in plan order, checked as
+    ``engine._solo_layout`` checks them; None when a check fails (the caller names the
+    error).  ``fits[job]`` is (slot, the types where the job may run alone: positive
+    throughput, a pool at least as large as its gang)."""
+    groups: dict[str, list[int]] = {acc: [] for acc in counts}
+    for a in decision:
+        entry = fits.get(a.job)
+        if entry is None or a.partner is not None:
+            return None
+        acc = a.accelerator
+        if acc not in entry[1]:
+            return None
+        groups[acc].append(entry[0])
+    if len({a.job for a in decision}) != len(decision):
+        return None
+    for acc, slots in groups.items():
+        if sum(map(scale.__getitem__, slots)) > counts[acc]:
+            return None
+    return list(groups.values())
+
+
+def _plan_groups(
+    plan: SlotPlan,
+    admitted: int,
+    gone: npt.NDArray[np.bool_],
+    fit: npt.NDArray[np.bool_],
+    scale: IntArray,
+    capacity: IntArray,
+    seen: IntArray,
+) -> list[list[int]] | None:
+    """The slots of a :class:`~schedlab.policies.state.SlotPlan` per type index, in plan
+    order, after the checks of :func:`_slot_layout` done on its arrays: each slot an active
+    job's, named once, on a type where it may run alone (``fit[slot, k]``), no pool
+    over-committed.  None when a check fails or the arrays do not match the plan's length
+    (the caller then reads the Assignments).  ``seen`` is scratch space, one entry per slot."""
+    slots = np.asarray(plan.slots)
+    kinds = np.asarray(plan.types)
+    num_types = len(capacity)
+    if len(slots) != len(plan) or len(kinds) != len(plan):
+        return None
+    if not len(slots):
+        return [[] for _ in range(num_types)]
+    if (slots.min() < 0 or slots.max() >= admitted or kinds.min() < 0
+            or kinds.max() >= num_types):
+        return None
+    if gone[slots].any() or not fit[slots, kinds].all():
+        return None
+    order = np.arange(len(slots))
+    seen[slots] = order  # a slot named twice keeps its last position only
+    if not np.array_equal(seen[slots], order):
+        return None
+    used = np.bincount(kinds, weights=scale[slots], minlength=num_types)
+    if (used > capacity).any():
+        return None
+    if num_types == 1:
+        return [slots.tolist()]
+    return [slots[kinds == k].tolist() for k in range(num_types)]
+
+
+class _Placement:
+    """Placement (:class:`~schedlab.simulator.placement.PoolPlacer`) of a round's checked
+    slot groups, with a shortcut for the common round in which every gang that held GPUs of
+    its type before ran there in the previous round.
+
+    Gangs placed on a type in one round hold disjoint masks, each of its gang's size.  So when
+    every gang of the plan with a previous mask on type k (``last_type == k``) was placed on k
+    in the previous round, the sticky step keeps all of them whatever their order, and the
+    GPUs they leave free are the pool minus their union: the previous round's union on k with
+    the masks of the gangs that left removed (or the union of the kept ones, when fewer).  Only
+    the other gangs then go through :meth:`PoolPlacer.place_rest` -- the same rule, the same
+    masks, with big-integer work for the gangs that move only.  Otherwise the plan goes
+    through :meth:`PoolPlacer.place_moved` as a whole.
+    """
+
+    def __init__(self, types: list[str], placers: dict[str, PoolPlacer],
+                 last_type: IntArray, mask: list[int]) -> None:
+        self.types = types
+        self._mark = np.zeros(len(last_type), dtype=bool)  # scratch, by slot
+        self.placers = [placers[k] for k in types]
+        self.last_type = last_type
+        self.mask = mask  # by slot: the GPUs it held the last time it ran (shared)
+        self.scale: list[int] = []  # by slot: GPUs per gang
+        empty = np.zeros(0, dtype=np.int64)
+        self.last_slots: list[IntArray] = [empty] * len(types)  # placed last round, per type
+        self.union: list[int] = [0] * len(types)  # their GPUs
+
+    def admit(self, scale: int) -> None:
+        """A new slot, a gang of ``scale`` GPUs."""
+        self.scale.append(scale)
+
+    def layout(self, groups: list[list[int]]) -> list[SlotLayout]:
+        """Masks for every type's gangs (types without gangs left out), and the positions of
+        the gangs whose mask changed (they move, or start); becomes the previous round."""
+        out: list[SlotLayout] = []
+        for k, slots in enumerate(groups):
+            if not slots:
+                self.last_slots[k] = np.zeros(0, dtype=np.int64)
+                self.union[k] = 0
+                continue
+            index = np.array(slots, dtype=np.int64)
+            masks, moved, free = self._place(k, slots, index)
+            self.last_slots[k] = index
+            self.union[k] = self.placers[k].all_free ^ free
+            out.append((self.types[k], k, slots, masks, moved))
+        return out
+
+    def _place(self, k: int, slots: list[int], index: IntArray
+               ) -> tuple[list[int], list[int], int]:
+        placer = self.placers[k]
+        mask = self.mask
+        here = self.last_type[index] == k
+        before = self.last_slots[k]
+        mark = self._mark  # all False between calls
+        if len(before):
+            mark[before] = True
+            kept = mark[index]
+            mark[before] = False
+        else:
+            kept = np.zeros(len(index), dtype=bool)
+        num_kept = int(kept.sum())
+        union = 0  # of the gangs that ran on k in the previous round
+        if num_kept:
+            mark[index] = True
+            left = before[~mark[before]]
+            mark[index] = False
+            if len(left) < num_kept:
+                union = self.union[k]
+                for s in left.tolist():
+                    union ^= mask[s]
+            else:
+                for s in index[kept].tolist():
+                    union |= mask[s]
+        all_free = placer.all_free
+        scale = self.scale
+        older = np.flatnonzero(here & ~kept).tolist()  # held GPUs here longer ago
+        sticky: npt.NDArray[np.bool_] | None = kept
+        if older:  # sticky in plan order among themselves, when clear of the union
+            taken = 0
+            sticky = kept.copy()
+            for j in older:
+                prev = mask[slots[j]]
+                if prev & union:  # may take GPUs of a gang of the previous round
+                    sticky = None
+                    break
+                if (prev & all_free) == prev and not prev & taken \
+                        and prev.bit_count() == scale[slots[j]]:
+                    sticky[j] = True
+                    taken |= prev
+            union |= taken
+        if sticky is not None:  # the shortcut (class docstring)
+            masks = list(map(mask.__getitem__, slots))
+            rest = np.flatnonzero(~sticky).tolist()
+            free = all_free ^ union
+            if rest:
+                free = placer.place_rest({i: scale[slots[i]] for i in rest}, masks, rest, free)
+            rest.sort()
+            return masks, rest, free
+        gangs = list(map(self.scale.__getitem__, slots))
+        previous = list(map(mask.__getitem__, slots))
+        for i in np.flatnonzero(~here).tolist():  # held nothing on this type
+            previous[i] = 0
+        masks, rest, free = placer.place_moved(gangs, previous)
+        moved = sorted(i for i in rest if masks[i] != previous[i])  # all of them
+        return masks, moved, free
+
+
+def run_arrays(
+    pending: deque[JobState],
+    cluster: Cluster,
+    policy: Policy,
+    name: str,
+    length: float,
+    mode: Mode,
+    seed: int,
+    max_rounds: int | None,
+    progress: Callable[[Progress], None] | None,
+    end_round_early: bool,
+    stall_rounds: int,
+    sinks: _Sinks,
+) -> SimulationResult:
+    """The loop of :func:`~schedlab.simulator.engine.simulate` over ``pending`` (JobStates by
+    arrival; consumed) with progress in arrays (module docstring); same arguments and result
+    as ``engine._run``."""
+    wall0 = time.perf_counter()
+    counters0 = _counters(policy)
+    counts = {k: p.count for k, p in cluster.accelerators.items()}
+    types = list(counts)
+    type_index = {k: i for i, k in enumerate(types)}
+    placers = cluster_placers(cluster)
+    total = len(pending)
+    view = ActiveArrays(
+        rows=np.zeros(0, dtype=np.int64),
+        arrival=np.zeros(total),
+        scale=np.zeros(total, dtype=np.int64),
+        last_round=np.full(total, NEVER_RAN, dtype=np.int64),
+        last_type=np.full(total, -1, dtype=np.int64),
+    )
+    cols = _Progress(total, types, view)
+    give_arrays = bool(getattr(policy, "uses_arrays", False))
+    jobs: list[JobState] = []  # by slot (finished jobs' entries are set to None... kept)
+    scale: list[int] = []  # by slot
+    admitted = 0
+    finished_count = 0
+    job_rounds = 0
+    busy = dict.fromkeys(counts, 0.0)
+    records: list[JobRecord | None] = [None] * total if sinks.job_records else []
+    # the active jobs are ``job_of[active_index]`` (slots in admission order)
+    job_of = np.empty(total, dtype=object)  # by slot: its JobState (None once finished)
+    active_index = np.zeros(0, dtype=np.int64)  # active_slots as an array
+    gone = np.zeros(total, dtype=bool)  # finished, by slot
+    by_id: dict[str, JobState] = {}
+    finished: list[JobState] = []
+    last_mask: dict[str, int] = {}
+    fits: dict[str, tuple[int, dict[str, float]]] = {}
+    rounds: list[RoundRecord] = []
+    previous: list[int] = []  # slots of the jobs that ran in the round just simulated
+    repeat_layout: list[SlotLayout] | None = None
+    repeat_of: list[Assignment] = []
+    repeat_version = -1
+    now = pending[0].arrival if pending else 0.0
+    round_index = 0
+    version = 0
+    idle = 0
+    decide_s = 0.0
+    stopped = "all jobs finished"
+    zero_time = dict.fromkeys(counts, 0.0)
+    keep_runs = sinks.rounds
+    lagging = False  # some active JobState's progress is behind the arrays
+    ftol = FINISH_TOLERANCE
+    done_a = cols.done
+    total_a = cols.total
+    executed_a = cols.executed
+    attained_a = cols.attained
+    time_on_a = cols.time_on
+    rounds_a = cols.rounds_run
+    thr_a = cols.thr
+    started_a = cols.started
+    capacity = np.array([counts[k] for k in types], dtype=np.int64)
+    placement = _Placement(types, placers, view.last_type, cols.mask)
+    seen = np.zeros(total, dtype=np.int64)  # scratch of _plan_groups
+    # may run alone on k: positive throughput and a pool at least as large as the gang
+    fit_a = np.zeros((total, len(types)), dtype=bool)
+    scale_a = view.scale
+    last_round_a = view.last_round
+    last_type_a = view.last_type
+
+    while True:
+        arrived = False
+        first_new = admitted
+        while pending and pending[0].arrival <= now:
+            js = pending.popleft()
+            js.time_on = {**zero_time, **js.time_on}
+            job_of[admitted] = js
+            by_id[js.id] = js
+            jobs.append(js)
+            scale.append(js.scale_factor)
+            fits[js.id] = (admitted, {acc: thr for acc, thr in js.throughput.items()
+                                      if thr > 0.0 and js.scale_factor <= counts[acc]})
+            last_mask[js.id] = 0  # (only _check_decision reads it, to name an error)
+            cols.admit(admitted, js, type_index)
+            placement.admit(js.scale_factor)
+            fit_a[admitted] = [k in fits[js.id][1] for k in types]
+            admitted += 1
+            arrived = True
+        if arrived:
+            version += 1
+            active_index = np.concatenate(
+                [active_index, np.arange(first_new, admitted, dtype=np.int64)])
+        if not len(active_index):
+            if not pending:
+                break
+            now = pending[0].arrival  # idle jump to the next arrival
+            previous = []
+            continue
+        if max_rounds is not None and round_index >= max_rounds:
+            stopped = "max_rounds"
+            break
+
+        reads = bool(getattr(policy, "reads_progress", True))
+        if reads and lagging:
+            cols.write_back(job_of[active_index].tolist(), active_index.tolist())
+            lagging = False
+        arrays = None
+        if give_arrays:
+            arrays = view
+            view.rows = active_index
+        state = ClusterState(now=now, round_index=round_index, round_s=length,
+                             cluster=cluster, active=job_of[active_index].tolist(),
+                             finished=finished,
+                             job_set_version=version, seed=seed, arrays=arrays)
+        t0 = time.perf_counter()
+        decision = policy.decide(state)
+        decide_s += time.perf_counter() - t0
+        runs: list[RunRecord] | None = [] if keep_runs else None
+        if repeat_layout is not None and version == repeat_version and decision == repeat_of:
+            # the last round's plan again under the same job set: same checks, same GPUs
+            layout: list[SlotLayout] = [(acc, k, slots, masks, [])
+                                        for acc, k, slots, masks, _ in repeat_layout]
+        else:
+            groups = None
+            if isinstance(decision, SlotPlan):
+                groups = _plan_groups(decision, admitted, gone, fit_a, scale_a, capacity,
+                                      seen)
+            if groups is None:
+                groups = _slot_groups(decision, fits, scale, counts)
+            found = None if groups is None else placement.layout(groups)
+            if found is None:  # names the first error (a valid plan is never refused here)
+                _check_decision(decision, by_id, counts, last_mask, name, round_index)
+                raise InvalidDecisionError(f"policy {name!r}, round {round_index}: a plan "
+                                           "the array path cannot run")
+            layout = found
+            repeat_of = list(decision)
+        repeat_layout = layout
+        repeat_version = version
+
+        still: list[int] = []
+        done_now: list[int] = []
+        done_end: list[float] = []
+        last_end = now
+        round_end = now + length
+        for acc, k, slots, masks, moved in layout:
+            index = np.array(slots, dtype=np.int64)
+            overhead = np.zeros(len(slots))
+            if moved:  # new GPUs: a migration, unless it is the job's first start
+                overhead[moved] = cols.move(jobs, slots, moved, masks, acc, length, reads)
+            thr = thr_a[index, k]
+            steps = thr * (length - overhead)  # (L - 0.0) is L: the kept-placement case too
+            total_steps = total_a[index]
+            left = total_steps - done_a[index]
+            fin = left - steps <= ftol * total_steps
+            held = np.where(fin, np.minimum(overhead + left / thr, length), length)
+            done_a[index] = np.where(fin, total_steps, done_a[index] + steps)
+            time_on_a[index, k] += held
+            executed_a[index] += held
+            gpu = held * scale_a[index]
+            attained_a[index] += gpu
+            rounds_a[index] += 1
+            last_round_a[index] = round_index
+            last_type_a[index] = k
+            busy[acc] += float(np.cumsum(gpu)[-1])  # in gang order, as engine._run adds
+            fresh = np.flatnonzero(~started_a[index])
+            if len(fresh):
+                started_a[index[fresh]] = True
+                for i in fresh.tolist():
+                    jobs[slots[i]].start_time = now
+            end = now + held
+            if fin.any():
+                fin_at = np.flatnonzero(fin)
+                ends = end[fin_at].tolist()
+                done_now.extend(index[fin_at].tolist())
+                done_end.extend(ends)
+                last_end = max(last_end, max(ends))
+                still.extend(index[~fin].tolist())
+            else:
+                still.extend(slots)
+            if runs is not None:
+                ends_all = end.tolist()
+                for i, (slot, mask) in enumerate(zip(slots, masks, strict=True)):
+                    runs.append(RunRecord(jobs[slot].id, acc, mask, None,
+                                          float(overhead[i]), ends_all[i] if fin[i]
+                                          else round_end))
+        if reads:  # the policy reads progress: its JobStates follow every round
+            cols.write_back([jobs[s] for s in still], still, full=False)
+        else:
+            lagging = True
+
+        if previous:
+            before_idx = np.array(previous, dtype=np.int64)
+            for s in before_idx[last_round_a[before_idx] != round_index].tolist():
+                jobs[s].preemptions += 1  # ran last round, waits now
+        ran = len(still) + len(done_now)
+        job_rounds += ran
+        if ran and not still and end_round_early:
+            end_of_round = last_end
+        else:
+            end_of_round = round_end
+        if runs is not None:
+            rounds.append(RoundRecord(round_index, now, end_of_round, tuple(runs)))
+        if done_now:
+            order = sorted(range(len(done_now)), key=done_end.__getitem__)  # stable
+            ordered = [done_now[i] for i in order]
+            done_jobs = [jobs[s] for s in ordered]
+            cols.write_back(done_jobs, ordered)
+            for i, js in zip(order, done_jobs, strict=True):
+                js.steps_done = js.total_steps
+                js.finish_time = done_end[i]
+            for slot_of_job, js in zip(ordered, done_jobs, strict=True):
+                job_id = js.id
+                del by_id[job_id]
+                del fits[job_id]
+                del last_mask[job_id]
+                record = _job_record(js, cluster, float(cols.paid[slot_of_job]))
+                if sinks.job_records:
+                    records[slot_of_job] = record
+                if sinks.on_job_done is not None:
+                    sinks.on_job_done(record)
+                jobs[slot_of_job] = None  # type: ignore[call-overload]  # forgotten
+            finished_count += len(done_now)
+            if sinks.finished_states:
+                finished.extend(done_jobs)
+            gone[ordered] = True
+            keep = ~gone[active_index]
+            active_index = active_index[keep]
+            job_of[ordered] = None
+            version += 1
+            repeat_layout = None
+            # nothing of this round may keep a finished job alive (the loop's names too)
+            state = decision = None  # type: ignore[assignment]
+            done_jobs = []
+            del js
+        previous = still
+
+        if ran or pending:
+            idle = 0
+        else:
+            idle += 1
+            if idle >= stall_rounds:
+                raise SimulationStalledError(
+                    f"policy {name!r} placed no job for {idle} rounds while "
+                    f"{len(active_index)} job(s) wait and none can arrive any more (first "
+                    f"waiting: {job_of[active_index[0]].id!r}); stopping at t = {now:.6g} s")
+        now = end_of_round
+        round_index += 1
+        if progress is not None:
+            progress(Progress(round_index, now, len(active_index), finished_count, total,
+                              job_rounds))
+
+    wall = time.perf_counter() - wall0
+    if lagging:
+        cols.write_back(job_of[active_index].tolist(), active_index.tolist())
+    for js, slot_of_job in zip(job_of[active_index].tolist(), active_index.tolist(),
+                               strict=True):
+        record = _job_record(js, cluster, float(cols.paid[slot_of_job]))
+        if sinks.job_records:
+            records[slot_of_job] = record
+        else:
+            records.append(record)
+    for js in pending:
+        js.time_on = {**zero_time, **js.time_on}
+    tail = [_job_record(js, cluster, 0.0) for js in pending]
+    if sinks.job_records:
+        records[admitted:] = tail
+    else:
+        records.extend(tail)
+    log.info("%s: %d rounds, %d/%d jobs finished, %.3f s wall (%.3f s deciding)", name,
+             round_index, finished_count, total, wall, decide_s)
+    result = SimulationResult(
+        policy=name,
+        mode=mode,
+        round_s=length,
+        gpus=counts,
+        jobs=[r for r in records if r is not None],
+        rounds=rounds,
+        solver_time_s=_counters(policy)[0] - counters0[0],
+        solves=int(_counters(policy)[1] - counters0[1]),
+        decisions=int(_counters(policy)[2] - counters0[2]),
+        failed_solves=int(_counters(policy)[3] - counters0[3]),
+        decide_time_s=decide_s,
+        wall_s=wall,
+        end_time=now,
+        stopped=stopped,
+        busy_gpu_s=busy,
+        num_rounds=round_index,
+        num_job_rounds=job_rounds,
+    )
+    if result.failed_solves:
+        log.warning("%s: %d of %d solves found no solution; the policy fell back then",
+                    name, result.failed_solves, result.solves)
+    return result
