@@ -1279,13 +1279,14 @@ def _run_simulations(args: argparse.Namespace, policies: list[str]) -> tuple[Any
     first = workload.build(args.seeds[0], loads[0], args.round_s)
     num_jobs = len(first.jobs)
     log.info("workload %s: %d jobs on %d GPUs", first.name, num_jobs, workload.gpus)
-    del first  # each run builds its own; at 10^5 jobs this copy is ~10^2 MB
     specs = sweep.plan_runs(policies, loads, args.seeds, workload, round_s=args.round_s,
                             mechanism=args.mechanism)
 
     if len(specs) == 1 and not args.runs_dir:
-        results = _run_single(specs[0], num_jobs, out, args.quiet)
+        # the one run simulates the stream just built (seed and rate are the spec's)
+        results = _run_single(specs[0], num_jobs, out, args.quiet, first)
     else:
+        del first  # each run builds its own; at 10^5 jobs this copy is ~10^2 MB
         with tempfile.TemporaryDirectory(prefix="schedlab-runs-") as scratch:
             folder = Path(args.runs_dir) if args.runs_dir else Path(scratch)
             report = sweep.run_sweep(specs, folder, workers=args.workers,
@@ -1307,12 +1308,13 @@ def _run_simulations(args: argparse.Namespace, policies: list[str]) -> tuple[Any
     return workload, results, summary
 
 
-def _run_single(spec: Any, jobs: int, out: Path | None, quiet: bool) -> Any:
+def _run_single(spec: Any, jobs: int, out: Path | None, quiet: bool, instance: Any) -> Any:
     """One simulation in this process, watched and kept (docs/simulate.md): a progress bar on
     stderr when it is a terminal (simulated hours, jobs finished, job-rounds/s); with
     ``--out``, finished jobs' records appended to ``<out>.partial.csv`` in chunks as they
     finish, so Ctrl-C leaves them on disk (the file is removed after a complete run, whose
-    table then goes to ``--out``).  Returns the run's result table."""
+    table then goes to ``--out``).  ``instance`` is the spec's job stream, already built (by
+    the input checks), so it is not built twice.  Returns the run's result table."""
     import functools
 
     from schedlab.analysis import sweep
@@ -1328,7 +1330,7 @@ def _run_single(spec: Any, jobs: int, out: Path | None, quiet: bool) -> Any:
     show = not quiet and sys.stderr.isatty()
     try:
         with progress_display(jobs, show, f"{spec.policy}") as report:
-            runner = functools.partial(sweep.simulate_run, progress=report,
+            runner = functools.partial(sweep.simulate_run, instance=instance, progress=report,
                                        on_job_done=None if chunks is None else chunks.add)
             frame, _ = sweep.run_one(spec, runner)
     except KeyboardInterrupt:

@@ -519,3 +519,26 @@ def test_readme_test_command_is_what_ci_runs() -> None:
     assert len(commands) == 2, "README's Quick start has exactly two set-up commands"
     assert commands[1] in ci.splitlines()
     assert "torch" not in commands[0] or "torch==" in commands[0]
+
+
+def test_one_simulation_builds_its_job_stream_once(monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A single run simulates the stream the input checks built (one build, not two); a
+    sweep of two seeds builds one stream for the checks and one per run."""
+    from schedlab.analysis import sweep
+
+    built: list[tuple[int, Any]] = []
+    original = sweep.WorkloadSpec.build
+
+    def counting(self: Any, seed: int, jobs_per_hour: Any, round_s: Any = None) -> Any:
+        built.append((seed, jobs_per_hour))
+        return original(self, seed, jobs_per_hour, round_s)
+
+    monkeypatch.setattr(sweep.WorkloadSpec, "build", counting)
+    assert main(["simulate", "--policy", "fifo", "--jobs", "12", "-q"]) == 0
+    assert built == [(0, 6.0)]
+    built.clear()
+    assert main(["simulate", "--policy", "fifo", "--jobs", "12", "--seeds", "0,1",
+                 "--workers", "1", "-q"]) == 0
+    assert sorted(built) == [(0, 6.0), (0, 6.0), (1, 6.0)]
+    capsys.readouterr()

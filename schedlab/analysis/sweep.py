@@ -276,8 +276,10 @@ def _policy_for(name: str, mechanism: str) -> Any:
     return policy
 
 
-def simulate_run(spec: RunSpec, **options: Any) -> RunOutput:
-    """Build the run's instance, simulate it under its policy, return the per-job table.
+def simulate_run(spec: RunSpec, *, instance: Instance | None = None,
+                 **options: Any) -> RunOutput:
+    """Build the run's instance (or take ``instance``, the one the caller already built for
+    this spec), simulate it under its policy, return the per-job table.
 
     The seed drives the workload (job stream) and is handed to the policy
     (``ClusterState.seed``), so every policy of a comparison sees the same jobs.  No
@@ -286,7 +288,8 @@ def simulate_run(spec: RunSpec, **options: Any) -> RunOutput:
     """
     from schedlab.simulator.engine import simulate
 
-    instance = spec.workload.build(spec.seed, spec.jobs_per_hour, spec.round_s)
+    if instance is None:
+        instance = spec.workload.build(spec.seed, spec.jobs_per_hour, spec.round_s)
     policy = _policy_for(spec.policy, spec.mechanism)
     result = simulate(instance, policy=policy, round_s=instance.params.round_s, seed=spec.seed,
                       mechanism=spec.mechanism, keep_rounds=False,  # type: ignore[arg-type]
