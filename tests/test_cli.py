@@ -542,3 +542,27 @@ def test_one_simulation_builds_its_job_stream_once(monkeypatch: pytest.MonkeyPat
                  "--workers", "1", "-q"]) == 0
     assert sorted(built) == [(0, 6.0), (0, 6.0), (1, 6.0)]
     capsys.readouterr()
+
+
+def test_single_run_table_has_the_types_a_sweep_reads_back() -> None:
+    """The single-run table equals a CSV round trip of the run's frame (what a sweep reads
+    from its run file): ids that look like numbers become numbers, None becomes NaN, ints
+    and strings as read_csv types them; floats equal to their last bit or one ulp."""
+    import io
+
+    import numpy as np
+    import pandas as pd
+
+    from schedlab.cli import _as_read_back
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({
+        "policy": ["fifo"] * 5, "job": ["0", "1", "2", "3", "4"], "seed": [0] * 5,
+        "finish": rng.random(5) * 1e5, "start": [None, 1.5, None, 2.0, 3.25],
+        "user": [None, "a", "b", None, "c"], "preemptions": [0, 1, 2, 3, 4],
+        "ok": [True, False, True, True, False], "jobs_per_hour": [float("nan")] * 5})
+    expected = pd.read_csv(io.StringIO(frame.to_csv(index=False)))
+    got = _as_read_back(frame)
+    assert list(got.columns) == list(expected.columns)
+    assert list(got.dtypes) == list(expected.dtypes)
+    pd.testing.assert_frame_equal(got, expected, check_exact=False, rtol=1e-15)
