@@ -256,17 +256,19 @@ def _plan_groups(
 
 class _Placement:
     """Placement (:class:`~schedlab.simulator.placement.PoolPlacer`) of a round's checked
-    slot groups, with a shortcut for the common round in which every gang that held GPUs of
-    its type before ran there in the previous round.
+    slot groups: the sticky step decided without a walk over every gang.
 
-    Gangs placed on a type in one round hold disjoint masks, each of its gang's size.  So when
-    every gang of the plan with a previous mask on type k (``last_type == k``) was placed on k
-    in the previous round, the sticky step keeps all of them whatever their order, and the
-    GPUs they leave free are the pool minus their union: the previous round's union on k with
-    the masks of the gangs that left removed (or the union of the kept ones, when fewer).  Only
-    the other gangs then go through :meth:`PoolPlacer.place_rest` -- the same rule, the same
-    masks, with big-integer work for the gangs that move only.  Otherwise the plan goes
-    through :meth:`PoolPlacer.place_moved` as a whole.
+    Gangs placed on a type in one round hold disjoint masks, each of its gang's size.  The
+    gangs of the plan that ran on type k in the previous round ("kept" gangs) therefore keep
+    their masks whatever their order -- unless a gang that held GPUs of k longer ago ("older")
+    and comes earlier in the plan takes one of those GPUs back.  So the sticky rule is walked,
+    in plan order, over the older gangs and the kept gangs that share a GPU with one of them
+    only; every other kept gang keeps its mask, and the GPUs left free are the pool minus the
+    union of what is kept (the previous round's union on k with the masks of the gangs that
+    left removed, or the union of the kept ones when fewer; then the lost masks removed and the
+    older gangs' added).  The remaining gangs go through :meth:`PoolPlacer.place_rest`, the
+    same packing rule with big-integer work for the gangs that start or move only.  The result
+    is the mask for mask of :meth:`PoolPlacer.place_moved` over the whole plan.
     """
 
     def __init__(self, types: list[str], placers: dict[str, PoolPlacer],
@@ -330,35 +332,39 @@ class _Placement:
         all_free = placer.all_free
         scale = self.scale
         older = np.flatnonzero(here & ~kept).tolist()  # held GPUs here longer ago
-        sticky: npt.NDArray[np.bool_] | None = kept
-        if older:  # sticky in plan order among themselves, when clear of the union
-            taken = 0
+        sticky = kept
+        if older:
             sticky = kept.copy()
+            reach = 0  # every GPU an older gang may take back
             for j in older:
+                reach |= mask[slots[j]]
+            # Kept gangs hold disjoint masks, so only those that share a GPU with an older
+            # gang can lose theirs, and only to an older gang placed before them; the rest
+            # keep theirs whatever the order.  The sticky rule, walked in plan order over
+            # the older gangs and those kept gangs only, decides them exactly as a walk
+            # over every gang would (their masks are disjoint from the other kept gangs').
+            contested = ([i for i in np.flatnonzero(kept).tolist() if mask[slots[i]] & reach]
+                         if reach & union else [])
+            free = all_free
+            gained = lost = 0  # masks of older gangs that keep theirs / kept gangs that lose
+            for j in sorted(older + contested) if contested else older:
                 prev = mask[slots[j]]
-                if prev & union:  # may take GPUs of a gang of the previous round
-                    sticky = None
-                    break
-                if (prev & all_free) == prev and not prev & taken \
-                        and prev.bit_count() == scale[slots[j]]:
+                if (prev & free) == prev and prev.bit_count() == scale[slots[j]]:
                     sticky[j] = True
-                    taken |= prev
-            union |= taken
-        if sticky is not None:  # the shortcut (class docstring)
-            masks = list(map(mask.__getitem__, slots))
-            rest = np.flatnonzero(~sticky).tolist()
-            free = all_free ^ union
-            if rest:
-                free = placer.place_rest({i: scale[slots[i]] for i in rest}, masks, rest, free)
-            rest.sort()
-            return masks, rest, free
-        gangs = list(map(self.scale.__getitem__, slots))
-        previous = list(map(mask.__getitem__, slots))
-        for i in np.flatnonzero(~here).tolist():  # held nothing on this type
-            previous[i] = 0
-        masks, rest, free = placer.place_moved(gangs, previous)
-        moved = sorted(i for i in rest if masks[i] != previous[i])  # all of them
-        return masks, moved, free
+                    free ^= prev
+                    if not kept[j]:
+                        gained |= prev
+                elif kept[j]:  # a kept gang that lost a GPU to an older gang
+                    sticky[j] = False
+                    lost |= prev
+            union = (union ^ lost) | gained  # lost: disjoint kept masks inside the union
+        masks = list(map(mask.__getitem__, slots))
+        rest = np.flatnonzero(~sticky).tolist()  # start, or move: none gets its old mask
+        free = all_free ^ union
+        if rest:
+            free = placer.place_rest({i: scale[slots[i]] for i in rest}, masks, rest, free)
+        rest.sort()
+        return masks, rest, free
 
 
 def run_arrays(

@@ -23,6 +23,7 @@ asked; ``mip_improving_solution_save`` with ``save_solutions``; ``extra`` as giv
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -42,6 +43,8 @@ from schedlab.solvers.matrix import (
     limit_status,
     solve_result,
 )
+
+log = logging.getLogger(__name__)
 
 _MS = highspy.HighsModelStatus
 _LIMITS = frozenset({_MS.kTimeLimit, _MS.kIterationLimit, _MS.kSolutionLimit, _MS.kInterrupt,
@@ -165,6 +168,10 @@ class HighsMatrixModel(MatrixModel):
         self.highs.run()
         if self.highs.getModelStatus() == _MS.kUnboundedOrInfeasible:
             self._settle_without_presolve()
+        elif self.is_mip and self._stale_solution():
+            log.info("HiGHS reported a MIP optimum whose solution vector it did not return "
+                     "(the start was left in its place); solving again without presolve")
+            self._settle_without_presolve()
         elapsed = time.perf_counter() - started
         model_status = self.highs.getModelStatus()
         info = self.highs.getInfo()
@@ -193,8 +200,25 @@ class HighsMatrixModel(MatrixModel):
             objective = None
         return solve_result(status, objective, bound, elapsed, message)
 
+    def _stale_solution(self) -> bool:
+        """True when the solution vector's objective is not the one HiGHS reports.
+
+        Seen with HiGHS 1.16 on small MIPs that presolve solves outright: the status and
+        objective are the optimum's, but ``col_value`` still holds the start given with
+        :meth:`set_start` (Hare's exact MILP: objective 5 reported, the start's 7 returned).
+        """
+        info = self.highs.getInfo()
+        if info.primal_solution_status != _FEASIBLE:
+            return False
+        lp = self.highs.getLp()
+        x = np.asarray(self.highs.getSolution().col_value, dtype=float)
+        value = float(np.dot(np.asarray(lp.col_cost_, dtype=float), x) + lp.offset_)
+        reported = float(info.objective_function_value)
+        return abs(value - reported) > 1e-6 * max(1.0, abs(reported))
+
     def _settle_without_presolve(self) -> None:
-        """Presolve answered "infeasible or unbounded": solve again without it to tell."""
+        """Solve again without presolve: after it answered "infeasible or unbounded" (to
+        tell which), or returned a stale solution vector (:meth:`_stale_solution`)."""
         saved = self._set.get("presolve", _UNSET)
         self._option("presolve", "off")
         self.highs.run()
