@@ -41,6 +41,8 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from functools import reduce
+from operator import or_, xor
 
 import numpy as np
 import numpy.typing as npt
@@ -323,28 +325,28 @@ class _Placement:
             left = before[~mark[before]]
             mark[index] = False
             if len(left) < num_kept:
-                union = self.union[k]
-                for s in left.tolist():
-                    union ^= mask[s]
+                union = reduce(xor, map(mask.__getitem__, left.tolist()), self.union[k])
             else:
-                for s in index[kept].tolist():
-                    union |= mask[s]
+                union = reduce(or_, map(mask.__getitem__, index[kept].tolist()), 0)
         all_free = placer.all_free
         scale = self.scale
         older = np.flatnonzero(here & ~kept).tolist()  # held GPUs here longer ago
         sticky = kept
         if older:
             sticky = kept.copy()
-            reach = 0  # every GPU an older gang may take back
-            for j in older:
-                reach |= mask[slots[j]]
+            # every GPU an older gang may take back
+            reach = reduce(or_, [mask[slots[j]] for j in older], 0)
             # Kept gangs hold disjoint masks, so only those that share a GPU with an older
             # gang can lose theirs, and only to an older gang placed before them; the rest
             # keep theirs whatever the order.  The sticky rule, walked in plan order over
             # the older gangs and those kept gangs only, decides them exactly as a walk
             # over every gang would (their masks are disjoint from the other kept gangs').
-            contested = ([i for i in np.flatnonzero(kept).tolist() if mask[slots[i]] & reach]
-                         if reach & union else [])
+            contested: list[int] = []
+            if reach & union:
+                held = index[kept].tolist()
+                contested = [i for i, m in zip(np.flatnonzero(kept).tolist(),
+                                               map(mask.__getitem__, held), strict=True)
+                             if m & reach]
             free = all_free
             gained = lost = 0  # masks of older gangs that keep theirs / kept gangs that lose
             for j in sorted(older + contested) if contested else older:

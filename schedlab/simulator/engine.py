@@ -249,6 +249,19 @@ def _fresh_copies(jobs: Sequence[JobState], mode: Mode) -> list[JobState]:
     return out
 
 
+def _prepared(jobs: list[JobState], mode: Mode) -> list[JobState]:
+    """The run's own JobStates (made from an Instance by :func:`jobs_from_instance`, held by
+    no caller) set up in place as :func:`_fresh_copies` sets up its copies: arrival 0 in
+    static mode, a dynamic job's throughput at the epoch it is in.  Copying 10^5 of them
+    took ~1.5 s."""
+    for js in jobs:
+        if mode == "static":
+            js.arrival = 0.0
+        if js.batch_schedule is not None:
+            js.throughput = js.current_throughput()
+    return jobs
+
+
 def _validate_jobs(jobs: Sequence[JobState], cluster: Cluster, round_s: float) -> None:
     """One clear InputError for a workload the simulator cannot run."""
     counts = {k: p.count for k, p in cluster.accelerators.items()}
@@ -845,6 +858,7 @@ def simulate(
     if mechanism not in ("schedlab", "gavel"):
         raise InputError(f"mechanism must be 'schedlab' or 'gavel', got {mechanism!r}",
                          field="mechanism")
+    own = isinstance(jobs, Instance)  # JobStates made here: nobody else holds them
     if isinstance(jobs, Instance):
         cluster = cluster if cluster is not None else jobs.cluster
         round_s = round_s if round_s is not None else jobs.params.round_s
@@ -860,7 +874,7 @@ def simulate(
     if max_rounds is not None and max_rounds < 0:
         raise InputError(f"max_rounds must be >= 0, got {max_rounds}", field="max_rounds")
     _validate_jobs(workload, cluster, length)
-    all_jobs = _fresh_copies(workload, mode)
+    all_jobs = _prepared(workload, mode) if own else _fresh_copies(workload, mode)
     del workload  # the run's copies are all it needs (from an Instance: ~1 kB a job)
     if mechanism == "gavel":  # Gavel reads whole steps (int(total_steps))
         for js in all_jobs:
