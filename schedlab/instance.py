@@ -430,8 +430,10 @@ class Instance(_Strict):
 
     def require(self, field: str, *, formulation: str) -> None:
         """Raise an :class:`InputError` unless every job sets ``field`` (non-empty)."""
-        for i, job in enumerate(self.jobs):
-            value = getattr(job, field)
+        values = list(map(attrgetter(field), self.jobs))
+        if all(values):  # C-level: every value set and non-empty (the usual case)
+            return
+        for i, value in enumerate(values):
             if value is None or (isinstance(value, dict | list) and not value):
                 raise InputError(
                     f"formulation {formulation} needs '{field}' on every job",
