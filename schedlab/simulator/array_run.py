@@ -62,11 +62,13 @@ from schedlab.simulator.engine import (
     InvalidDecisionError,
     Mode,
     Progress,
+    RunTotals,
     SimulationStalledError,
     _check_decision,
     _counters,
     _job_record,
     _Sinks,
+    close_run,
 )
 from schedlab.simulator.placement import PoolPlacer, cluster_placers, ids_mask, mask_ids
 from schedlab.simulator.result import JobRecord, RoundRecord, RunRecord, SimulationResult
@@ -640,35 +642,9 @@ def run_arrays(
             records[slot_of_job] = record
         else:
             records.append(record)
-    for js in pending:
-        js.time_on = {**zero_time, **js.time_on}
-    tail = [_job_record(js, cluster, 0.0) for js in pending]
-    if sinks.job_records:
-        records[admitted:] = tail
-    else:
-        records.extend(tail)
-    log.info("%s: %d rounds, %d/%d jobs finished, %.3f s wall (%.3f s deciding)", name,
-             round_index, finished_count, total, wall, decide_s)
-    result = SimulationResult(
-        policy=name,
-        mode=mode,
-        round_s=length,
-        gpus=counts,
-        jobs=[r for r in records if r is not None],
-        rounds=rounds,
-        solver_time_s=_counters(policy)[0] - counters0[0],
-        solves=int(_counters(policy)[1] - counters0[1]),
-        decisions=int(_counters(policy)[2] - counters0[2]),
-        failed_solves=int(_counters(policy)[3] - counters0[3]),
-        decide_time_s=decide_s,
-        wall_s=wall,
-        end_time=now,
-        stopped=stopped,
-        busy_gpu_s=busy,
-        num_rounds=round_index,
-        num_job_rounds=job_rounds,
-    )
-    if result.failed_solves:
-        log.warning("%s: %d of %d solves found no solution; the policy fell back then",
-                    name, result.failed_solves, result.solves)
-    return result
+    return close_run(
+        RunTotals(name=name, mode=mode, round_s=length, gpus=counts, rounds=rounds,
+                  decide_s=decide_s, wall_s=wall, end_time=now, stopped=stopped, busy=busy,
+                  num_rounds=round_index, job_rounds=job_rounds, finished=finished_count,
+                  total=total),
+        policy, counters0, cluster, pending, records, sinks, admitted, zero_time)

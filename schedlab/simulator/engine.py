@@ -1166,6 +1166,40 @@ def _run(
             records[slot[js.id]] = record
         else:
             records.append(record)
+    return close_run(
+        RunTotals(name=name, mode=mode, round_s=length, gpus=counts, rounds=rounds,
+                  decide_s=decide_s, wall_s=wall, end_time=now, stopped=stopped, busy=busy,
+                  num_rounds=round_index, job_rounds=job_rounds, finished=finished_count,
+                  total=total),
+        policy, counters0, cluster, pending, records, sinks, admitted, zero_time)
+
+
+class RunTotals(NamedTuple):
+    """What a finished run's loop hands to :func:`close_run`."""
+
+    name: str
+    mode: Mode
+    round_s: float
+    gpus: dict[str, int]
+    rounds: list[RoundRecord]
+    decide_s: float
+    wall_s: float
+    end_time: float
+    stopped: str
+    busy: dict[str, float]
+    num_rounds: int
+    job_rounds: int
+    finished: int
+    total: int
+
+
+def close_run(totals: RunTotals, policy: Policy, counters0: tuple[float, float, float, float],
+              cluster: Cluster, pending: deque[JobState], records: list[JobRecord | None],
+              sinks: _Sinks, admitted: int, zero_time: dict[str, float]) -> SimulationResult:
+    """The :class:`SimulationResult` of a run (either loop), once the records of its active
+    jobs are in ``records``: the jobs that never arrived (``max_rounds``) get theirs after
+    them, the policy's counters are taken as differences from ``counters0``, and failed
+    solves are reported."""
     for js in pending:
         js.time_on = {**zero_time, **js.time_on}
     tail = [_job_record(js, cluster, 0.0) for js in pending]
@@ -1173,30 +1207,31 @@ def _run(
         records[admitted:] = tail
     else:
         records.extend(tail)
-    log.info("%s: %d rounds, %d/%d jobs finished, %.3f s wall (%.3f s deciding)", name,
-             round_index, finished_count, total, wall, decide_s)
+    log.info("%s: %d rounds, %d/%d jobs finished, %.3f s wall (%.3f s deciding)", totals.name,
+             totals.num_rounds, totals.finished, totals.total, totals.wall_s, totals.decide_s)
+    solver_s, solves, decisions, failed = _counters(policy)
     result = SimulationResult(
-        policy=name,
-        mode=mode,
-        round_s=length,
-        gpus=counts,
+        policy=totals.name,
+        mode=totals.mode,
+        round_s=totals.round_s,
+        gpus=totals.gpus,
         jobs=[r for r in records if r is not None],
-        rounds=rounds,
-        solver_time_s=_counters(policy)[0] - counters0[0],
-        solves=int(_counters(policy)[1] - counters0[1]),
-        decisions=int(_counters(policy)[2] - counters0[2]),
-        failed_solves=int(_counters(policy)[3] - counters0[3]),
-        decide_time_s=decide_s,
-        wall_s=wall,
-        end_time=now,
-        stopped=stopped,
-        busy_gpu_s=busy,
-        num_rounds=round_index,
-        num_job_rounds=job_rounds,
+        rounds=totals.rounds,
+        solver_time_s=solver_s - counters0[0],
+        solves=int(solves - counters0[1]),
+        decisions=int(decisions - counters0[2]),
+        failed_solves=int(failed - counters0[3]),
+        decide_time_s=totals.decide_s,
+        wall_s=totals.wall_s,
+        end_time=totals.end_time,
+        stopped=totals.stopped,
+        busy_gpu_s=totals.busy,
+        num_rounds=totals.num_rounds,
+        num_job_rounds=totals.job_rounds,
     )
     if result.failed_solves:
         log.warning("%s: %d of %d solves found no solution; the policy fell back then",
-                    name, result.failed_solves, result.solves)
+                    totals.name, result.failed_solves, result.solves)
     return result
 
 
