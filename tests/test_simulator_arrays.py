@@ -5,14 +5,12 @@ result: every run here is compared with the reference path -- the same policy wi
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_simulator_streaming import assert_same_records, close, pools
 
-from schedlab.instance import Cluster
 from schedlab.policies.base import Policy
 from schedlab.policies.fifo import Fifo
 from schedlab.policies.gavel import GavelPolicy
@@ -26,30 +24,6 @@ from schedlab.policies.state import (
 )
 from schedlab.simulator import JobRecord, simulate
 from schedlab.simulator.engine import InvalidDecisionError
-
-NUMERIC = ("arrival", "start", "finish", "total_steps", "steps", "gpu_seconds", "executed_s",
-           "overhead_s", "isolated_time_s")
-
-
-def pools(**counts: int) -> Cluster:
-    return Cluster.model_validate({"accelerators": {k: {"count": n} for k, n in counts.items()}})
-
-
-def close(a: float | None, b: float | None) -> bool:
-    if a is None or b is None:
-        return a is b
-    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
-
-
-def assert_same_records(left: list[JobRecord], right: list[JobRecord]) -> None:
-    assert [r.job for r in left] == [r.job for r in right]
-    for a, b in zip(left, right, strict=True):
-        for name in NUMERIC:
-            assert close(getattr(a, name), getattr(b, name)), (a.job, name)
-        assert (a.preemptions, a.migrations, a.rounds_run) == (b.preemptions, b.migrations,
-                                                                b.rounds_run)
-        assert a.time_on.keys() == b.time_on.keys()
-        assert all(close(a.time_on[k], b.time_on[k]) for k in a.time_on)
 
 
 def without_arrays(policy: Policy) -> Policy:
