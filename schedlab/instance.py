@@ -388,8 +388,7 @@ class Instance(_Strict):
         digest.update(self.__pydantic_serializer__.to_json(
             self, include={"jobs"}, by_alias=True, exclude_none=True,
             exclude={"jobs": {"__all__": set(_JOB_DICT_FIELDS)}}))
-        _digest_job_dicts(self.jobs, digest)
-        if any(job.colocated_throughput is not None for job in self.jobs):
+        if _digest_job_dicts(self.jobs, digest):
             self.colocation().update_digest(digest)
         return "sha256:" + digest.hexdigest()
 
@@ -450,9 +449,10 @@ _JOB_DICT_FIELDS = ("throughput", "colocated_throughput", "regimes", "duration_s
 _SPARSE_JOB_FIELDS = ("regimes", "duration_s", "task_seconds", "switch_seconds")
 
 
-def _digest_job_dicts(jobs: list[Job], digest: Any) -> None:
-    """Feed steps 3-5 of :meth:`Instance.content_hash` (the jobs' dict-valued fields) to
-    ``digest``, each in a form free of key order."""
+def _digest_job_dicts(jobs: list[Job], digest: Any) -> bool:
+    """Feed steps 3-5 of :meth:`Instance.content_hash` (the jobs' dict-valued fields, up to
+    the co-location arrays) to ``digest``, each in a form free of key order; True when some
+    job sets ``colocated_throughput`` (its arrays come next)."""
     fields = ("throughput", "colocated_throughput", *_SPARSE_JOB_FIELDS)
     values = list(map(attrgetter(*fields), jobs))  # one C-level pass over the jobs
     throughputs = [row[0] for row in values]
@@ -470,7 +470,9 @@ def _digest_job_dicts(jobs: list[Job], digest: Any) -> None:
         digest.update(f"\x00{field}\x00".encode())
         digest.update(json.dumps(present, sort_keys=True, separators=(",", ":")).encode())
     digest.update(b"\x00colocated_throughput\x00")
-    digest.update(bytes(row[1] is not None for row in values))
+    listed = bytes(row[1] is not None for row in values)
+    digest.update(listed)
+    return any(listed)
 
 
 def _colocation_key(instance: Instance) -> tuple[Any, ...]:

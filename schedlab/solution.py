@@ -12,6 +12,7 @@ Only the parts a formulation produces are filled:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
@@ -158,20 +159,9 @@ class Solution(_Model):
         ~0.27 s of CPU for the Python dicts and the json module; numbers may be spelled
         differently, e.g. ``0.00001`` for ``1e-05``, the values are the same).  NaN and
         infinities are refused (``ValueError``), as JSON has no such numbers."""
-        lines: list[bytes] = []
-        for name, info in type(self).model_fields.items():
-            key = json.dumps(info.alias or name).encode()
-            value = getattr(self, name)
-            if isinstance(value, dict) and value:
-                items = (b"    " + json.dumps(str(k)).encode() + b": " + to_json(v)
-                         for k, v in value.items())
-                body = b"{\n" + b",\n".join(items) + b"\n  }"
-            elif isinstance(value, list) and value:
-                body = b"[\n" + b",\n".join(b"    " + to_json(v) for v in value) + b"\n  ]"
-            else:
-                body = to_json(value)
-            lines.append(b"  " + key + b": " + body)
-        text = b"{\n" + b",\n".join(lines) + b"\n}\n"
+        fields = ((info.alias or name, getattr(self, name))
+                  for name, info in type(self).model_fields.items())
+        text = _by_line(fields, to_json)
         if b"NaN" in text or b"Infinity" in text:  # a number, or only inside some string?
             return dumps_by_line(self.to_dict()).encode("utf-8")  # raises on a number
         return text
@@ -183,20 +173,27 @@ def dumps_by_line(payload: dict[str, Any]) -> str:
     every piece goes through the C encoder (``indent`` falls back to the pure-Python one:
     0.7 s of CPU for a 10 000-job solution with 20 rounds).  NaN and infinities are refused
     (``ValueError``), as JSON has no such numbers."""
+    return _by_line(payload.items(),
+                    lambda value: json.dumps(value, allow_nan=False).encode()).decode()
 
-    def compact(value: Any) -> str:
-        return json.dumps(value, allow_nan=False)
 
-    def block(value: Any) -> str:
+def _by_line(fields: Iterable[tuple[Any, Any]], encode: Callable[[Any], bytes]) -> bytes:
+    """The by-line layout of :func:`dumps_by_line` over (key, value) ``fields``, every value
+    (and every entry of a dict or list value) written compact by ``encode``."""
+
+    def key(name: Any) -> bytes:
+        return json.dumps(str(name)).encode()
+
+    def block(value: Any) -> bytes:
         if isinstance(value, dict) and value:
-            items = (f"    {compact(str(k))}: {compact(v)}" for k, v in value.items())
-            return "{\n" + ",\n".join(items) + "\n  }"
+            items = (b"    " + key(k) + b": " + encode(v) for k, v in value.items())
+            return b"{\n" + b",\n".join(items) + b"\n  }"
         if isinstance(value, list) and value:
-            return "[\n" + ",\n".join(f"    {compact(v)}" for v in value) + "\n  ]"
-        return compact(value)
+            return b"[\n" + b",\n".join(b"    " + encode(v) for v in value) + b"\n  ]"
+        return encode(value)
 
-    fields = (f"  {compact(str(k))}: {block(v)}" for k, v in payload.items())
-    return "{\n" + ",\n".join(fields) + "\n}\n"
+    lines = (b"  " + key(name) + b": " + block(value) for name, value in fields)
+    return b"{\n" + b",\n".join(lines) + b"\n}\n"
 
 
 def load_solution(path: str | Path) -> Solution:

@@ -22,7 +22,7 @@ from schedlab.policies.state import (
     JobState,
     SlotPlan,
 )
-from schedlab.simulator import JobRecord, simulate
+from schedlab.simulator import simulate
 from schedlab.simulator.engine import InvalidDecisionError
 
 
@@ -287,54 +287,3 @@ def test_gavel_adapter_with_columns_follows_throughput_changes() -> None:
 
     simulate(dynamic, policy=Counting("gavel.max_min_fairness"))
     assert changes[-1] > 0  # the workload does change batch sizes
-
-
-def test_array_engine_holds_no_finished_job() -> None:
-    """keep_jobs=False on the array engine: once a job's record went out, nothing keeps its
-    JobState alive (a weak reference taken while it was active is dead at the next
-    decision); with keep_jobs=True the same check finds them alive."""
-    import gc
-    import weakref
-
-    class TrackedJob(JobState):
-        """A JobState a weak reference can point to."""
-
-    class Watcher(Policy):
-        uses_finished_jobs = False
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.refs: dict[str, weakref.ref[JobState]] = {}
-            self.gone_checked = 0
-            self.alive_after_finish = 0
-
-        def decide(self, state: ClusterState) -> list[Assignment]:
-            gc.collect()
-            active = {j.id for j in state.active}
-            for job_id, ref in self.refs.items():
-                if job_id not in active:
-                    self.gone_checked += 1
-                    self.alive_after_finish += ref() is not None
-            for j in state.active:
-                self.refs.setdefault(j.id, weakref.ref(j))
-            free = state.gpus["v100"]
-            out = []
-            for j in state.active:
-                if j.scale_factor <= free:
-                    out.append(Assignment(j.id, "v100"))
-                    free -= j.scale_factor
-            return out
-
-    def staggered() -> list[JobState]:
-        return [TrackedJob(id=f"w{i}", arrival=100.0 * i, scale_factor=1, total_steps=600.0,
-                           throughput={"v100": 1.0}) for i in range(40)]
-
-    seen: list[JobRecord] = []
-    watcher = Watcher()
-    result = simulate(staggered(), pools(v100=2), watcher, round_s=360.0, keep_rounds=False,
-                      keep_jobs=False, on_job_done=seen.append, engine="arrays")
-    assert len(seen) == 40 and result.jobs == []
-    assert watcher.gone_checked > 100 and watcher.alive_after_finish == 0
-    keeper = Watcher()
-    simulate(staggered(), pools(v100=2), keeper, round_s=360.0, engine="arrays")
-    assert keeper.alive_after_finish == keeper.gone_checked > 100

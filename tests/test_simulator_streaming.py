@@ -174,18 +174,21 @@ def staggered(n: int) -> list[JobState]:
                      throughput={"v100": 1.0}) for i in range(n)]
 
 
-def test_streaming_engine_holds_no_finished_job() -> None:
-    """keep_jobs=False: once a job's record went out, nothing in the engine keeps its
-    JobState alive (its weak reference is dead at the next decision); with the default
-    keep_jobs=True the same check finds them alive, so the check can fail."""
+@pytest.mark.parametrize("engine", ["reference", "arrays"])
+def test_streaming_engine_holds_no_finished_job(engine: str) -> None:
+    """keep_jobs=False: once a job's record went out, nothing in the engine (either loop)
+    keeps its JobState alive (its weak reference is dead at the next decision); with the
+    default keep_jobs=True the same check finds them alive, so the check can fail."""
     seen: list[JobRecord] = []
     watcher = Watcher()
     result = simulate(staggered(40), cluster=pools(v100=2), policy=watcher, round_s=360.0,
-                      keep_rounds=False, keep_jobs=False, on_job_done=seen.append)
+                      keep_rounds=False, keep_jobs=False, on_job_done=seen.append,
+                      engine=engine)  # type: ignore[arg-type]
     assert len(seen) == 40 and result.jobs == []
     assert watcher.gone_checked > 100 and watcher.alive_after_finish == 0
     keeper = Watcher()
-    simulate(staggered(40), cluster=pools(v100=2), policy=keeper, round_s=360.0)
+    simulate(staggered(40), cluster=pools(v100=2), policy=keeper, round_s=360.0,
+             engine=engine)  # type: ignore[arg-type]
     assert keeper.alive_after_finish == keeper.gone_checked > 100
 
 
