@@ -719,6 +719,8 @@ def _add_shockwave_table(which: Any, common: argparse.ArgumentParser) -> None:
     """``tables shockwave``: policies on Shockwave's 120-job trace (docs/reproduction.md)."""
     import os
 
+    from schedlab.workloads.throughputs import THROUGHPUT_SOURCES
+
     shockwave = which.add_parser(
         "shockwave", parents=[common],
         help="Shockwave: makespan, JCT and fairness of policies on its 120-job trace",
@@ -742,6 +744,10 @@ def _add_shockwave_table(which: Any, common: argparse.ArgumentParser) -> None:
                            default=min(2, os.cpu_count() or 1),
                            help="simulations in parallel, in local processes (default: "
                            "%(default)s)")
+    shockwave.add_argument("--throughputs", choices=tuple(THROUGHPUT_SOURCES),
+                           help="throughput table of the traces' steps and seconds per epoch: "
+                           "shockwave-tacc (default: Shockwave's measurements, the published "
+                           "trace's) or gavel (Gavel's)")
     shockwave.set_defaults(handler=_cmd_tables_shockwave)
 
 
@@ -797,6 +803,8 @@ def _cmd_tables_shockwave(args: argparse.Namespace) -> int:
     settings = _seeded(sw.quick_settings() if args.quick else sw.TableSettings(), args)
     if args.policies:
         settings = replace(settings, policies=sw.select_policies(args.policies))
+    if args.throughputs:
+        settings = replace(settings, throughputs=args.throughputs)
     return _run_table(args, sw, sw.shockwave_table, settings, out, "shockwave table")
 
 
@@ -1057,6 +1065,8 @@ SHOCKWAVE_SIM_CLUSTER = "v100=32"
 SHOCKWAVE_JOBS_PER_HOUR = 90.0
 #: Trace file names that tell the format when --trace-format is not given.
 _TRACE_NAME_HINTS = (("cluster_job_log", "philly"), ("cluster_log", "helios"), ("pai_", "pai"))
+#: Throughput source of --workload shockwave and Shockwave .trace files without --throughputs.
+SHOCKWAVE_SIM_THROUGHPUTS = "shockwave-tacc"
 
 
 def _rate_list(text: str) -> list[float]:
@@ -1107,11 +1117,16 @@ def _add_simulation_commands(sub: Any, common: argparse.ArgumentParser) -> None:
                       "(Shockwave's generated jobs following their batch-size schedules; default "
                       f"{SHOCKWAVE_SIM_JOBS} jobs on {SHOCKWAVE_SIM_CLUSTER}), 'trace:FILE' "
                       "(a Philly, Helios or PAI trace file; for PAI the job table, with "
-                      "pai_task_table.csv beside it), or an instance file (.json, .json.gz, "
-                      ".yaml; or instance:FILE) replayed as written: its jobs, arrivals and "
-                      "cluster")
+                      "pai_task_table.csv beside it; or a Shockwave .trace file), or an "
+                      "instance file (.json, .json.gz, .yaml; or instance:FILE) replayed as "
+                      "written: its jobs, arrivals and cluster")
     work.add_argument("--trace-format", choices=TRACE_FORMATS,
-                      help="format of trace:FILE (default: guessed from the file name)")
+                      help="format of trace:FILE (default: guessed from the file name; "
+                      "*.trace: shockwave)")
+    work.add_argument("--throughputs", metavar="gavel|shockwave-tacc|FILE.json",
+                      help="throughput source of --workload shockwave and of Shockwave .trace "
+                      f"files (default {SHOCKWAVE_SIM_THROUGHPUTS}, Shockwave's measurements; "
+                      "gavel: Gavel's; or a throughput file in schedlab's or Gavel's format)")
     work.add_argument("--keep-failed", action="store_true",
                       help="keep the trace's killed / failed jobs (default: skip them)")
     work.add_argument("--jobs", type=_positive_int, metavar="N",
@@ -1139,6 +1154,10 @@ def _add_simulation_commands(sub: Any, common: argparse.ArgumentParser) -> None:
                       help="round mechanism: schedlab's (default) or gavel, which follows "
                       "Gavel's simulator (allocation recomputed only at its resets, its "
                       "priorities and per-type queues, whole steps); see docs/simulator.md")
+    work.add_argument("--resume-overhead", type=_nonnegative_float, default=0.0, metavar="S",
+                      help="seconds a job loses in a round it runs after not running in the "
+                      "previous one, unless it finishes within the round less 5 s (Shockwave's "
+                      "simulator charges 20); default 0: none. See docs/simulator.md")
     run = shared.add_argument_group("running and output")
     run.add_argument("--workers", type=_positive_int, default=1, metavar="W",
                      help="simulations in parallel, in local processes (default: 1)")
@@ -1187,6 +1206,7 @@ def _workload_spec(args: argparse.Namespace) -> Any:
         if args.trace_format or args.keep_failed:
             raise InputError("--trace-format and --keep-failed need --workload trace:FILE",
                              field="--workload")
+        _no_throughputs(args)
         return WorkloadSpec(kind="gavel", num_jobs=args.jobs or DEFAULT_SIM_JOBS,
                             cluster=cluster)
     if args.workload == "shockwave":
@@ -1194,8 +1214,10 @@ def _workload_spec(args: argparse.Namespace) -> Any:
             raise InputError("--trace-format and --keep-failed need --workload trace:FILE",
                              field="--workload")
         pools = parse_cluster_spec(args.cluster or SHOCKWAVE_SIM_CLUSTER)
+        source, digest = _shockwave_throughputs(args)
         return WorkloadSpec(kind="shockwave", num_jobs=args.jobs or SHOCKWAVE_SIM_JOBS,
-                            cluster=tuple(pools.items()))
+                            cluster=tuple(pools.items()), throughputs=source,
+                            throughputs_digest=digest)
     if kind != "trace" or not path:
         raise InputError(f"{args.workload!r}: expected 'gavel' or 'trace:FILE', or "
                          "'shockwave', or an "
@@ -1205,16 +1227,47 @@ def _workload_spec(args: argparse.Namespace) -> Any:
     if fmt is None:
         name = Path(path).name.lower()
         fmt = next((f for hint, f in _TRACE_NAME_HINTS if name.startswith(hint)), None)
+        if fmt is None and name.endswith(".trace"):
+            fmt = "shockwave"
         if fmt is None and Path(path).is_dir():
             fmt = "pai"
         if fmt is None:
             raise InputError(f"cannot tell the format of {path!r}; add --trace-format "
-                             "philly|helios|pai", field="--trace-format")
+                             "philly|helios|pai|shockwave", field="--trace-format")
     if args.static:
         raise InputError("--static applies to the gavel workload; a trace keeps its own "
                          "arrivals (or --jobs-per-hour rescales them)", field="--static")
+    if fmt == "shockwave":
+        if args.keep_failed:
+            raise InputError("a Shockwave trace has no failed jobs", field="--keep-failed")
+        pools = parse_cluster_spec(args.cluster or SHOCKWAVE_SIM_CLUSTER)
+        source, digest = _shockwave_throughputs(args)
+        return WorkloadSpec(kind="trace", num_jobs=args.jobs, cluster=tuple(pools.items()),
+                            trace_path=path, trace_format=fmt, throughputs=source,
+                            throughputs_digest=digest)
+    _no_throughputs(args)
     return WorkloadSpec(kind="trace", num_jobs=args.jobs, cluster=cluster, trace_path=path,
                         trace_format=fmt, keep_failed=args.keep_failed)
+
+
+def _shockwave_throughputs(args: argparse.Namespace) -> tuple[str, str | None]:
+    """(source, digest): ``--throughputs`` (default shockwave-tacc) and, for a file, its
+    digest; a source that is neither a shipped name nor a readable table fails here."""
+    from schedlab.errors import UnknownNameError
+    from schedlab.workloads.throughput_files import resolve_throughputs, throughputs_digest
+
+    source = args.throughputs or SHOCKWAVE_SIM_THROUGHPUTS
+    try:
+        resolve_throughputs(source)
+    except UnknownNameError as exc:
+        raise UnknownNameError(exc.reason, field="--throughputs") from None
+    return source, throughputs_digest(source)
+
+
+def _no_throughputs(args: argparse.Namespace) -> None:
+    if args.throughputs:
+        raise InputError("applies to --workload shockwave and Shockwave .trace files",
+                         field="--throughputs")
 
 
 def _instance_workload_spec(args: argparse.Namespace, path: str) -> Any:
@@ -1229,6 +1282,7 @@ def _instance_workload_spec(args: argparse.Namespace, path: str) -> Any:
     if args.trace_format or args.keep_failed:
         raise InputError("--trace-format and --keep-failed need --workload trace:FILE",
                          field="--workload")
+    _no_throughputs(args)
     override = None if args.cluster is None else tuple(parse_cluster_spec(args.cluster).items())
     # Load (and check) it here: a bad file or a --cluster that does not fit fails at once.
     instance = workload_from_instance_file(
@@ -1280,7 +1334,8 @@ def _run_simulations(args: argparse.Namespace, policies: list[str]) -> tuple[Any
     num_jobs = len(first.jobs)
     log.info("workload %s: %d jobs on %d GPUs", first.name, num_jobs, workload.gpus)
     specs = sweep.plan_runs(policies, loads, args.seeds, workload, round_s=args.round_s,
-                            mechanism=args.mechanism)
+                            mechanism=args.mechanism,
+                            resume_overhead_s=args.resume_overhead)
 
     if len(specs) == 1 and not args.runs_dir:
         # the one run simulates the stream just built (seed and rate are the spec's)
@@ -1401,6 +1456,8 @@ def _describe_workload(workload: Any) -> str:
         what = "Shockwave's jobs with their batch-size schedules"
     else:
         what = f"{workload.trace_format} trace {Path(workload.trace_path).name}"
+    if workload.throughputs is not None:
+        what += f" ({Path(workload.throughputs).name} throughputs)"
     return f"{what}; {workload.gpus} GPUs ({pools})"
 
 

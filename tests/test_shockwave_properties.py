@@ -7,8 +7,8 @@ Shockwave's gives (E_j - e_j - 1) t (one regime: the posterior rebased to E_j, l
 e_j + 1 epochs it counts, is E_j - e_j - 1 epochs of t seconds; its inflation factor
 (E - e) / max(int(E - e - 1 + 1), E - e) is 1).
 
-**How close p must be.**  The convex mode stops with a plan whose exact objective f is
-within UB - LB (``metrics["oa_gap"]``) of the optimum f*.  The objective is concave in p and
+**How close p must be.**  The convex mode returns a plan whose exact objective f is
+within bound - objective (its certificate) of the optimum f*.  The objective is concave in p and
 job j's term w_j log((e_j + p_j)/E_j) has curvature at least w_j / E_j^2 on [0, E_j - e_j]
 (w_j = B_j / (W sum B)), so a plan within gap of f* has |p_j - p*_j| <= E_j sqrt(2 gap / w_j)
 (concavity at the optimum: f(p) <= f* - (w_j / E_j^2) (p_j - p*_j)^2 / 2).  At the default
@@ -103,7 +103,8 @@ def p_bound(solution: Solution, jobs: list[Job], budgets: list[float], rounds: i
     epochs = np.array([jobs[j][1] for j in which], dtype=float)
     b = np.array(budgets, dtype=float)
     w = b[which] / (rounds * b.sum())
-    gap = max(float(solution.metrics["oa_gap"]), 0.0)
+    assert solution.bound is not None and solution.objective is not None
+    gap = max(float(solution.bound - solution.objective), 0.0)
     bound = epochs * np.sqrt(2.0 * gap / w)
     assert bound.max() < P_TOLERANCE, f"the OA certificate allows {bound.max():.2g} epochs"
     return bound + LP_SLACK

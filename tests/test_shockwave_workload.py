@@ -301,7 +301,8 @@ def test_cli_simulates_the_shockwave_workload(tmp_path: Path,
     import pandas as pd
 
     runs = pd.read_csv(out_file)
-    expected = generate_shockwave_instance(6, seed=0)
+    # the command line's default throughputs are Shockwave's own (shockwave-tacc)
+    expected = generate_shockwave_instance(6, seed=0, throughputs="shockwave-tacc")
     by_id = {str(row.job): row for row in runs.itertuples()}
     assert sorted(by_id) == sorted(j.id for j in expected.jobs)
     for job in expected.jobs:

@@ -73,6 +73,10 @@ BAD_FILES: list[tuple[str, Any, str]] = [
                                                     "cluster": "v100=4,k80=4"}]),
      "workloads[0] (titan)"),
     ("not YAML", "policies: [fifo\nworkloads: [", "line "),
+    ("unknown throughputs", with_changes(workloads=[{"kind": "shockwave", "throughputs": "tacc"}]),
+     "workloads[0].throughputs"),
+    ("throughputs on gavel", with_changes(workloads=[{"kind": "gavel", "throughputs": "gavel"}]),
+     "workloads[0].throughputs"),
 ]
 
 
@@ -133,6 +137,11 @@ def test_kind_defaults_and_overrides(tmp_path: Path) -> None:
     assert gavel.loads == (None,) and gavel.spec.num_jobs == 100
     # (2 + 2 + 1 loads) x 2 policies x 2 seeds
     assert len(loaded.runs()) == 20
+    # shockwave's throughputs are `schedlab simulate`'s (shockwave-tacc) unless named
+    assert shockwave.spec.throughputs == "shockwave-tacc" and gavel.spec.throughputs is None
+    config = write_config(tmp_path, with_changes(
+        workloads=[{"kind": "shockwave", "throughputs": "gavel"}]), name="gavel.yaml")
+    assert load_sweep_config(config).workloads[0].spec.throughputs == "gavel"
 
 
 # ------------------------------------------------------------------- running, resuming

@@ -119,7 +119,10 @@ class WorkloadSpec:
     (:class:`~schedlab.workloads.instance_jobs.InstanceFile`, the same for every seed; ``cluster``
     then repeats the effective pools, the file's or the override's).  ``kind="titan"`` and
     ``kind="hare"``: Titan's and Hare's generated workloads on ``cluster``, as the simulator
-    runs them (:mod:`schedlab.analysis.paper_workloads`).
+    runs them (:mod:`schedlab.analysis.paper_workloads`).  ``throughputs`` (a shipped table's
+    name or a throughput file; None: the workload's default) is the throughput source of the
+    ``shockwave`` workload and of Shockwave ``.trace`` files; ``throughputs_digest`` is the
+    file's digest.  Both enter :attr:`RunSpec.fingerprint` only when set.
     """
 
     kind: Literal["gavel", "shockwave", "trace", "instance", "titan", "hare"] = "gavel"
@@ -130,6 +133,9 @@ class WorkloadSpec:
     keep_failed: bool = False
     multi_gpu: bool = True
     instance_file: InstanceFile | None = None
+    # repr=False: a workload without them keeps the fingerprint it had before they existed
+    throughputs: str | None = field(default=None, repr=False)
+    throughputs_digest: str | None = field(default=None, repr=False)
 
     @property
     def cluster_dict(self) -> dict[str, int]:
@@ -157,9 +163,10 @@ class WorkloadSpec:
 
             instance = generate_shockwave_instance(
                 self.num_jobs or 0, self.cluster_dict, seed, multi_gpu=self.multi_gpu,
-                mean_gap_s=None if jobs_per_hour is None else 3600.0 / jobs_per_hour)
+                mean_gap_s=None if jobs_per_hour is None else 3600.0 / jobs_per_hour,
+                throughputs=self.throughputs)
         elif self.kind == "trace":
-            from schedlab.workloads.traces import DEFAULT_ROUND_S, instance_from_trace
+            from schedlab.workloads.traces import instance_from_trace
 
             if self.trace_path is None or self.trace_format is None:
                 raise InputError("a trace workload needs a file and a format",
@@ -167,7 +174,7 @@ class WorkloadSpec:
             instance = instance_from_trace(
                 self.trace_path, self.trace_format, self.cluster_dict, seed=seed,
                 num_jobs=self.num_jobs, keep_failed=self.keep_failed,
-                jobs_per_hour=jobs_per_hour, round_s=round_s or DEFAULT_ROUND_S,
+                jobs_per_hour=jobs_per_hour, round_s=round_s, throughputs=self.throughputs,
             )
         elif self.kind == "instance":
             if self.instance_file is None:
@@ -198,14 +205,21 @@ class RunSpec:
     round_s: float | None = None
     #: round mechanism: ``schedlab`` or ``gavel`` (Gavel's simulator's; docs/simulator.md)
     mechanism: str = "schedlab"
+    #: s a job loses in a round it runs after waiting (the simulator's ``resume_overhead_s``)
+    resume_overhead_s: float = 0.0
 
     @property
     def fingerprint(self) -> str:
-        """8 hex digits identifying the workload, round length and (when not the default)
-        the mechanism; not policy, rate, seed."""
+        """8 hex digits identifying the workload, round length and (when not the defaults)
+        the mechanism and resume overhead; not policy, rate, seed."""
         parts: tuple[object, ...] = (self.workload, self.round_s)
+        if self.workload.throughputs is not None:
+            parts = (*parts, ("throughputs", self.workload.throughputs,
+                              self.workload.throughputs_digest))
         if self.mechanism != "schedlab":
             parts = (*parts, self.mechanism)
+        if self.resume_overhead_s:
+            parts = (*parts, ("resume_overhead_s", self.resume_overhead_s))
         text = repr(parts)
         return hashlib.sha256(text.encode()).hexdigest()[:8]
 
@@ -222,10 +236,10 @@ class RunSpec:
 
 def plan_runs(policies: Sequence[str], loads: Sequence[float | None], seeds: Sequence[int],
               workload: WorkloadSpec, *, round_s: float | None = None,
-              mechanism: str = "schedlab") -> list[RunSpec]:
+              mechanism: str = "schedlab", resume_overhead_s: float = 0.0) -> list[RunSpec]:
     """Every (policy, load, seed) combination, in that nesting order."""
     return [RunSpec(policy=p, jobs_per_hour=load, seed=s, workload=workload, round_s=round_s,
-                    mechanism=mechanism)
+                    mechanism=mechanism, resume_overhead_s=resume_overhead_s)
             for p, load, s in product(policies, loads, seeds)]
 
 
@@ -293,7 +307,7 @@ def simulate_run(spec: RunSpec, *, instance: Instance | None = None,
     policy = _policy_for(spec.policy, spec.mechanism)
     result = simulate(instance, policy=policy, round_s=instance.params.round_s, seed=spec.seed,
                       mechanism=spec.mechanism, keep_rounds=False,  # type: ignore[arg-type]
-                      **options)
+                      resume_overhead_s=spec.resume_overhead_s, **options)
     return RunOutput(
         jobs=result.to_dataframe(),
         solver_time_s=float(result.solver_time_s),

@@ -38,6 +38,7 @@ from schedlab.analysis.sweep import (
     plan_runs,
 )
 from schedlab.errors import InputError
+from schedlab.workloads.throughputs import THROUGHPUT_SOURCES
 
 Backend = Literal["local", "ray"]
 
@@ -46,6 +47,8 @@ BACKENDS: tuple[str, ...] = ("local", "ray")
 MECHANISMS: tuple[str, ...] = ("schedlab", "gavel")
 FORMATS: tuple[str, ...] = ("auto", "csv", "parquet")
 TRACE_FORMATS: tuple[str, ...] = ("philly", "helios", "pai")
+#: Throughput table of a shockwave workload that does not name one (``schedlab simulate``'s).
+SHOCKWAVE_THROUGHPUTS = "shockwave-tacc"
 
 #: Per kind: (jobs, cluster spec, loads) when the file does not say.  Gavel and Shockwave
 #: follow ``schedlab simulate``'s defaults; Titan is its paper's 64-GPU cluster, Hare its
@@ -67,7 +70,7 @@ OPTION_KEYS = frozenset({"round_s", "mechanism", "format", "workers", "backend",
 COMMON_WORKLOAD_KEYS = frozenset({"name", "kind", "jobs", "cluster", "loads"})
 KIND_KEYS: Mapping[str, frozenset[str]] = {
     "gavel": frozenset({"multi_gpu"}),
-    "shockwave": frozenset({"multi_gpu"}),
+    "shockwave": frozenset({"multi_gpu", "throughputs"}),
     "trace": frozenset({"path", "format", "keep_failed"}),
     "instance": frozenset({"path", "static"}),
     "titan": frozenset(),
@@ -327,8 +330,12 @@ def _workload(check: _Checker, entry: Any, where: str, base: Path,
     if kind in ("gavel", "shockwave", "titan", "hare"):
         assert pools is not None
         multi_gpu = check.flag(fields.get("multi_gpu", True), f"{where}.multi_gpu")
+        # shockwave: the throughput table, shockwave-tacc as `schedlab simulate`
+        throughputs = (check.choice(fields.get("throughputs", SHOCKWAVE_THROUGHPUTS),
+                                    f"{where}.throughputs", tuple(THROUGHPUT_SOURCES))
+                       if kind == "shockwave" else None)
         spec = WorkloadSpec(kind=cast(Any, kind), num_jobs=jobs, cluster=pools,
-                            multi_gpu=multi_gpu)
+                            multi_gpu=multi_gpu, throughputs=throughputs)
     elif kind == "trace":
         if "path" not in fields:
             raise check.fail(f"{where}.path", "missing: a trace workload needs its file")

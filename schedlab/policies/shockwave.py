@@ -6,9 +6,15 @@ Shockwave's scheduler (``scheduler/shockwave.py`` and the Shockwave parts of
 NashWelfare`) and runs the plan round by round.  This policy does the same, step for step:
 
 **When it re-plans** (``round_schedule`` / ``_update_shockwave_scheduler``): on a round where
-a job arrived, where a job completed, or where ``reopt_rounds`` (8, ``REOPT_ROUNDS``) rounds
-have passed since the last completion-or-8-rounds re-plan; also when the plan has no entry
-for the round.  Between re-plans it returns the plan's round as it stands.
+a job arrived (``add_metadata`` calls ``set_resolve``), where a job completed
+(``remove_metadata``, called from ``scheduler.py``'s completion path, also calls
+``set_resolve``), or where the round counter reached ``reopt_rounds`` (8,
+``REOPT_ROUNDS``); also when the plan has no entry for the round.  The counter counts every
+round and is reset only when it fires (``_iround_reopt`` in ``scheduler.py:
+_update_shockwave_scheduler``: the ``_shockwave_job_completed_flag`` that would also reset it
+is never set in simulation), so re-plans on arrivals and completions leave it running.
+``reset_counter_on_completion=True`` (our option) also resets it when a job completes.
+Between re-plans the policy returns the plan's round as it stands.
 
 **Finish-time targets** (``finish_time_uniform_share``, ``finish_time_momentumed_average``):
 whenever the job set changed since the last re-plan (an arrival or a completion; the
@@ -42,14 +48,17 @@ re-placement then acts on the rounded gangs).
 round plan is the idle-GPU fill alone (Shockwave's code would stop there).  A failed
 re-placement keeps the relaxed plan, as the code does.
 
-**Degenerate priorities.**  Shockwave's predictor says 0 s remain for a job on the last epoch
-of a single-regime schedule (it counts the epoch about to run as observed), so such a job
-gets rho_j^100 as soon as now exceeds its target: 1e20 and more within a few rounds.  The
-relaxed objective then spans more orders of magnitude than floating point resolves; every other
-job's log term weighs nothing to the solver (Gurobi in the code, HiGHS here), its rounds are
-whatever the solver returns, and the idle-GPU fill (longest remaining first) decides the
-round.  We keep that as the code computes it; ``priority_cap`` (our option) caps the
-priorities so that the other jobs' terms stay meaningful.
+**Large priorities, as they stand.**  Shockwave's predictor says 0 s remain for a job on the
+last epoch of a single-regime schedule (it counts the epoch about to run as observed), so
+such a job gets rho_j^100 as soon as now exceeds its target: 1e20 and more within a few
+rounds.  The objective goes to the solver as the code writes it, c_j = pi_j / (W J) with no
+rescaling (``relax_finish_time_constraints`` multiplies the log utilities, the solver gets
+them as they are); HiGHS's ``infinite_cost`` limit is lifted so that such a coefficient is a
+number, not an infinity.  Every other job keeps its own weight 1 / (W J), so its share is
+still optimized.  A priority that overflows float64 (rho^100 above ~1.8e308; Shockwave's code
+then hands ``inf`` to the solver and fails) is not reweighted: the relaxed re-solve counts
+as a failed solve, the warning names the jobs, and the round plan is the idle-GPU fill
+alone.  ``priority_cap`` (our option, off by default) caps the priorities explicitly.
 
 **What it reads.**  Each job's epochs done (whole epochs of ``steps_done``), scale factor,
 weight (the budget B_j) and its ``batch_schedule`` and ``regimes`` -- the full schedule, which
@@ -91,8 +100,6 @@ REOPT_ROUNDS = 8
 MOMENTUM = 0.9
 #: Exponent of the priority of a job that is about to finish (Rem_j < L) (``priority_M``).
 NEAR_FINISH_POWER = 100.0
-#: A priority that would overflow a float is held here instead.
-PRIORITY_CAP = 1e300
 
 
 def momentum_finish_time(series: Sequence[tuple[int, float]], round_index: int,
@@ -116,13 +123,12 @@ def momentum_finish_time(series: Sequence[tuple[int, float]], round_index: int,
 def relaxed_priorities(now: float, remaining_s: FloatArray, targets: FloatArray, phi: float,
                        round_s: float, rho_max: float, lam: float) -> FloatArray:
     """priority_j = rho_j^lambda when rho_j > rho_max (rho_j^100 when Rem_j < L), else 1, with
-    rho_j = (now + Rem_j / phi) / FT_j (``relax_finish_time_constraints``); capped at
-    :data:`PRIORITY_CAP` where the power would overflow."""
+    rho_j = (now + Rem_j / phi) / FT_j (``relax_finish_time_constraints``).  A power that
+    overflows float64 is ``inf`` (never capped here: the caller says so)."""
     rho = (now + remaining_s / phi) / targets
     power = np.where(remaining_s < round_s, NEAR_FINISH_POWER, lam)
     with np.errstate(over="ignore"):
         raised = np.power(rho, power)
-    raised = np.minimum(np.where(np.isfinite(raised), raised, PRIORITY_CAP), PRIORITY_CAP)
     return np.where(rho > rho_max, raised, 1.0)
 
 
@@ -139,7 +145,9 @@ class Shockwave(Policy):
         predictor: ``shockwave`` (the code's, with its peeks), ``non_peeking`` or ``oracle``.
         finish_time_rows: False drops the finish-time rows (plain Nash welfare).
         priority_cap: None (Shockwave's code) or the largest priority of the relaxed re-solve
-            (our option, e.g. 1e6: see "Degenerate priorities" in the module docstring).
+            (our option, e.g. 1e6: see "Large priorities" in the module docstring).
+        reset_counter_on_completion: also reset the 8-round counter when a job completes
+            (our option; Shockwave's code resets it only when it fires).
         options: solver options (HiGHS by default; the integral mode's MIP gap 1e-3 and time
             limit 15 s unless set here).
     """
@@ -152,6 +160,7 @@ class Shockwave(Policy):
                  lam: float = 12.0, window_rounds: int = WINDOW_ROUNDS,
                  reopt_rounds: int = REOPT_ROUNDS, predictor: PredictorMode = "shockwave",
                  finish_time_rows: bool = True, priority_cap: float | None = None,
+                 reset_counter_on_completion: bool = False,
                  options: SolverOptions | None = None) -> None:
         super().__init__()
         if mode not in ("integral", "convex"):
@@ -175,6 +184,7 @@ class Shockwave(Policy):
             raise InputError(f"must be a number >= 1 or None, got {priority_cap!r}",
                              field="priority_cap")
         self.priority_cap = priority_cap
+        self.reset_counter_on_completion = reset_counter_on_completion
         self.options = options
         if mode == "convex":
             self.name = "shockwave_convex"
@@ -192,6 +202,7 @@ class Shockwave(Policy):
         self._since_reopt = 0
         self._last_round: int | None = None
         self.relaxed_solves = 0  # re-plans whose finish-time rows were infeasible
+        self.overflowed_priorities = 0  # relaxed re-solves skipped: a priority overflowed
         self.statuses: list[Status] = []  # every window solve's status, in order
 
     # ------------------------------------------------------------------ decide
@@ -212,10 +223,11 @@ class Shockwave(Policy):
         for job_id in completed:
             del self._jobs[job_id]
             self._series.pop(job_id, None)
-        if completed or self._since_reopt >= self.reopt_rounds:
+        if self._since_reopt >= self.reopt_rounds or (
+                completed and self.reset_counter_on_completion):
             self._resolve = True
             self._since_reopt = 0
-        if arrived:
+        if arrived or completed:  # add_metadata / remove_metadata call set_resolve
             self._resolve = True
         if arrived or completed:
             self._reestimate = True
@@ -309,6 +321,15 @@ class Shockwave(Policy):
                                       self.rho_max, self.lam)
         if self.priority_cap is not None:  # our option: keep priorities representable
             priority = np.minimum(priority, self.priority_cap)
+        if not np.all(np.isfinite(priority)):
+            self.failed_solves += 1
+            self.overflowed_priorities += 1
+            over = [data.ids[j] for j in np.flatnonzero(~np.isfinite(priority))]
+            log.warning("shockwave round %d: the priority rho^power of job(s) %s overflows "
+                        "float64; the relaxed re-solve is not attempted (no reweighting), the "
+                        "round plan is the idle-GPU fill alone (priority_cap caps them)",
+                        state.round_index, ", ".join(over))
+            return np.zeros((len(data.ids), data.rounds))
         second = NashWelfare(self.mode, k=self.k, predictor=self.predictor,
                              priorities=dict(zip(data.ids, priority.tolist(), strict=True)))
         solution = self._solve(second, window)

@@ -36,6 +36,14 @@ max(s_a, s_b) GPUs and each job progresses at its ``colocated_throughput`` with 
   overhead is capped at the round length.  Per-job values come from the job
   (``Job.switch_overhead_s`` / ``JobState.switch_overhead_s``); Instance jobs without one get
   ``switch_overhead_s`` of :func:`simulate` (default 0).
+* *Resume overhead* (``resume_overhead_s``, default 0, off).  Shockwave's simulator
+  (``scheduler.py``, the round loop of ``simulate``: ``preemption_overhead = 20``) charges a
+  job that runs in a round after not running in the round before -- its first start
+  included, the run's first round excepted -- a checkpoint/resume overhead, but only when
+  the job's work would fill more than the round less 5 s (:data:`RESUME_GRACE_S`; a job about
+  to finish is not charged).  With ``resume_overhead_s`` set, every policy is simulated with
+  that rule: the job loses that many seconds of the round (added to any switch overhead,
+  capped at the round length; counted in the record's ``overhead_s``).
 * *Mid-round finishes.*  A job that finishes inside a round records its exact finish time
   and frees its GPUs at that instant; nothing is started on them before the next round (no
   backfill).  When *every* job that ran in a round has finished before its end, the round ends
@@ -117,6 +125,9 @@ Engine = Literal["auto", "arrays", "reference"]
 #: trace-1000 (108 GPUs, ~40 jobs a round) its fixed numpy cost per round made fifo 0.37 ->
 #: 0.61 CPU s, at 10^4 jobs (1,080 GPUs) it saves a third (fifo 2.9 -> 1.9 CPU s).
 ARRAY_ENGINE_MIN_GPUS = 500
+#: A job whose remaining work fits in the round less this many seconds pays no resume
+#: overhead (Shockwave's simulator: ``self._time_per_iteration - 5 < execution_time``).
+RESUME_GRACE_S = 5.0
 #: Remaining steps below this fraction of total_steps count as done (float dust).
 FINISH_TOLERANCE = 1e-9
 #: Default round length, s (Gavel's).
@@ -556,6 +567,7 @@ def _advance(
     last_end: float,
     changed: list[JobState],
     busy: dict[str, float],
+    resume_s: float = 0.0,
 ) -> float:
     """Progress of the jobs placed on ``acc`` through the round; returns the latest finish
     so far (a dynamic job whose throughput changed is added to ``changed``).
@@ -578,6 +590,13 @@ def _advance(
         else:  # new GPUs: a migration, unless it is the job's first start
             overhead = _move(js, acc, job_mask, length, last_mask, overhead_paid)
             steps = thr * (length - overhead)
+        if resume_s and js.last_round_run != round_index - 1 and round_index > 0:
+            extra = _resume_overhead(js, thr, acc, length, resume_s)
+            if extra:
+                extra = min(extra, length - overhead)
+                overhead += extra
+                overhead_paid[js.id] = overhead_paid.get(js.id, 0.0) + extra
+                steps = thr * (length - overhead)
         if js.batch_schedule is not None:  # dynamic adaptation: walk the epochs
             held, finished = _advance_epochs(js, acc, overhead, length, changed)
             if not finished:
@@ -689,6 +708,24 @@ def _advance_epochs(js: JobState, acc: str, overhead: float, length: float,
     return length, False
 
 
+def _resume_overhead(js: JobState, thr: float, acc: str, length: float,
+                     resume_s: float) -> float:
+    """The resume overhead of ``js``, which did not run in the previous round: ``resume_s``
+    when its remaining work takes more than ``length - RESUME_GRACE_S`` seconds on ``acc``
+    (Shockwave's rule, module docstring), else 0."""
+    if js.batch_schedule is not None:
+        epochs = len(js.batch_schedule)
+        done = js.steps_done
+        e = int(done + 1e-9)
+        work = 0.0
+        while e < epochs and work <= length:
+            work += (e + 1 - max(done, float(e))) * js.epoch_seconds(e, acc)
+            e += 1
+    else:
+        work = (js.total_steps - js.steps_done) / thr if thr > 0 else math.inf
+    return resume_s if work > length - RESUME_GRACE_S else 0.0
+
+
 def _move(js: JobState, acc: str, job_mask: int, length: float, last_mask: dict[str, int],
           overhead_paid: dict[str, float]) -> float:
     """Record that ``js`` runs on new GPUs ``job_mask`` of ``acc``; returns the switch
@@ -732,6 +769,7 @@ def _advance_gavel(
     last_end: float,
     changed: list[JobState],
     busy: dict[str, float],
+    resume_s: float = 0.0,
 ) -> float:
     """:func:`_advance` with Gavel's step accounting (``_get_num_steps``,
     ``_get_job_steps_and_finish_times``): a job placed for a round runs ``min(int(T (L -
@@ -744,6 +782,12 @@ def _advance_gavel(
         overhead = 0.0
         if prev != job_mask:
             overhead = _move(js, acc, job_mask, length, last_mask, overhead_paid)
+        if resume_s and js.last_round_run != round_index - 1 and round_index > 0:
+            extra = _resume_overhead(js, thr, acc, length, resume_s)
+            if extra:
+                extra = min(extra, length - overhead)
+                overhead += extra
+                overhead_paid[js.id] = overhead_paid.get(js.id, 0.0) + extra
         if js.batch_schedule is not None:  # dynamic: epochs as in _advance (no whole steps)
             held, finished = _advance_epochs(js, acc, overhead, length, changed)
         else:
@@ -791,6 +835,7 @@ def simulate(
     end_round_early: bool = True,
     stall_rounds: int = 1000,
     mechanism: Mechanism | None = None,
+    resume_overhead_s: float = 0.0,
     keep_rounds: bool = True,
     keep_jobs: bool = True,
     on_job_done: Callable[[JobRecord], None] | None = None,
@@ -810,6 +855,9 @@ def simulate(
         max_rounds: stop after this many rounds (unfinished jobs keep ``finish`` None).
         progress: called with a :class:`Progress` after every round.
         switch_overhead_s: overhead of Instance jobs that set none, s.
+        resume_overhead_s: seconds a job loses in a round it runs after not running in the
+            previous one (Shockwave's simulator charges 20 s; module docstring); 0 (default):
+            none.  Runs on the per-job loop.
         end_round_early: end a round at the last finish when every job of the round finished
             before its end (Gavel's behaviour); False keeps every round exactly L long.
         stall_rounds: raise :class:`SimulationStalledError` after this many consecutive rounds
@@ -873,6 +921,10 @@ def simulate(
                          field="round_s")
     if max_rounds is not None and max_rounds < 0:
         raise InputError(f"max_rounds must be >= 0, got {max_rounds}", field="max_rounds")
+    if not (isinstance(resume_overhead_s, int | float) and math.isfinite(resume_overhead_s)
+            and 0 <= resume_overhead_s):
+        raise InputError(f"must be a number of seconds >= 0, got {resume_overhead_s!r}",
+                         field="resume_overhead_s")
     _validate_jobs(workload, cluster, length)
     all_jobs = _prepared(workload, mode) if own else _fresh_copies(workload, mode)
     del workload  # the run's copies are all it needs (from an Instance: ~1 kB a job)
@@ -895,11 +947,12 @@ def simulate(
             use_arrays = engine == "arrays" or (
                 engine == "auto"
                 and sum(p.count for p in cluster.accelerators.values()) >= ARRAY_ENGINE_MIN_GPUS)
-            if use_arrays and can_run_arrays(pending, mechanism):
+            if use_arrays and not resume_overhead_s and can_run_arrays(pending, mechanism):
                 return run_arrays(pending, cluster, policy, name, length, mode, seed,
                                   max_rounds, progress, end_round_early, stall_rounds, sinks)
             return _run(pending, cluster, policy, name, length, mode, seed, max_rounds,
-                        progress, end_round_early, stall_rounds, mechanism, sinks)
+                        progress, end_round_early, stall_rounds, mechanism, sinks,
+                        float(resume_overhead_s))
     except KeyboardInterrupt:
         log.warning("simulation of %s interrupted; %s", name,
                     "no result" if on_job_done is None
@@ -985,6 +1038,7 @@ def _run(
     stall_rounds: int,
     mechanism: Mechanism = "schedlab",
     sinks: _Sinks | None = None,
+    resume_s: float = 0.0,
 ) -> SimulationResult:
     """The loop of :func:`simulate` over ``pending`` (JobStates by arrival; consumed)."""
     wall0 = time.perf_counter()
@@ -1076,7 +1130,7 @@ def _run(
             for acc, same_units, same_masks, _ in repeat_layout:
                 last_end = advance(same_units, same_masks, same_masks, acc, now, length,
                                    round_index, last_mask, overhead_paid, runs, still,
-                                   done_now, last_end, changed, busy)
+                                   done_now, last_end, changed, busy, resume_s)
                 if columns is not None:
                     columns.ran([slot[u[0].id] for u in same_units], acc, round_index)
             same_units = []
@@ -1089,7 +1143,7 @@ def _run(
             for acc, units, masks, before in layout:
                 last_end = advance(units, masks, before, acc, now, length, round_index,
                                    last_mask, overhead_paid, runs, still, done_now, last_end,
-                                   changed, busy)
+                                   changed, busy, resume_s)
                 if columns is not None:
                     columns.ran([slot[u[0].id] for u in units], acc, round_index)
             repeat_of = list(decision)  # a copy: a policy may reuse its list

@@ -4,9 +4,13 @@
   the co-location (space-sharing) interference model.
 - :mod:`schedlab.workloads.gavel`: the Gavel-style job generator, the Gavel trace reader and
   the example instances of ``instances/gavel/``.
+- :mod:`schedlab.workloads.throughput_files`: throughput tables from files (schedlab's layout
+  or Gavel's raw one) and :func:`~schedlab.workloads.throughput_files.resolve_throughputs`
+  (a shipped table's name, ``gavel`` or ``shockwave-tacc``, or a file).
 - :mod:`schedlab.workloads.shockwave`: Shockwave's trace generator (draw for draw), its
   dynamic batch-size schedules (:mod:`~schedlab.workloads.shockwave_adaptation`) and the
-  example instances of ``instances/shockwave/``.
+  example instances of ``instances/shockwave/``; :mod:`~schedlab.workloads.shockwave_trace`
+  writes and reads Shockwave's ``.trace`` format.
 - :mod:`schedlab.workloads.titan`: Titan's fine-tuning tasks (base models, requested GPUs,
   speed profiles, label sets of the concept hierarchy) and ``instances/titan/``.
 
@@ -38,6 +42,7 @@ from schedlab.workloads.throughputs import (
     gavel_prices,
     gpu_intensity,
     load_gavel_throughputs,
+    load_throughputs,
 )
 
 __all__ = [
@@ -58,6 +63,7 @@ __all__ = [
     "gpu_intensity",
     "instance_from_gavel_trace",
     "load_gavel_throughputs",
+    "load_throughputs",
     "save_instance_compact",
     "small_six_jobs_instance",
     "write_example_instances",

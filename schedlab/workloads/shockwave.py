@@ -21,8 +21,9 @@ generate_job``, ``generate_pickle_file``, ``get_metric``), with every rule as a 
   E = ceil(total_steps / ceil(N_model / b0)) with N_model the dataset size of
   :data:`~schedlab.workloads.shockwave_adaptation.DATASET_SAMPLES`;
 - **batch schedule**: :func:`~schedlab.workloads.shockwave_adaptation.batch_schedule`;
-- **seconds per epoch** at batch size b: (N_model / b) / T[model at b, s, v100], Gavel's
-  measured throughput table (:mod:`schedlab.workloads.throughputs`).
+- **seconds per epoch** at batch size b: (N_model / b) / T[model at b, s, v100], T from a
+  measured throughput table (:mod:`schedlab.workloads.throughputs`): ``throughputs="gavel"``
+  (the default here) or ``"shockwave-tacc"``, Shockwave's own measurements.
 
 **Randomness, draw for draw.**  Shockwave seeds five ``random.Random`` objects (templates
 ``seed``, arrivals ``seed + 1``, slice picks ``seed + 2``, scale factors ``seed + 3``, modes
@@ -33,9 +34,11 @@ stream is a numpy ``MT19937`` bit generator put in exactly the state that seedin
 CPython's rejection on the top bits; numpy's legacy ``choice`` by masked rejection).  So a
 seed gives the same template, scale factor, duration, mode and arrival as Shockwave's
 generator with that seed: seed 25 reproduces these fields of its published 120-job trace
-``120_0.2_5_100_40_25_0,0.5,0.5_0.6,0.3,0.09,0.01_multigpu_dynamic.trace``.  The epochs and
-seconds per epoch differ from Shockwave's, which came from its own throughput measurements:
-ours are Gavel's (a documented substitution, docs/workloads.md).
+``120_0.2_5_100_40_25_0,0.5,0.5_0.6,0.3,0.09,0.01_multigpu_dynamic.trace``.  With
+``throughputs="shockwave-tacc"`` (the table that trace was made with) the steps, epochs and
+seconds per epoch are Shockwave's too, and
+:func:`~schedlab.workloads.shockwave_trace.format_shockwave_trace` writes that trace byte for
+byte; with Gavel's table (the default) they differ (docs/workloads.md).
 
 Shockwave's generator as published passes ``duration_generator_func.pop(0)`` (it only runs
 with the Pollux durations); we follow the evident intent (the grid sampler), which is how its
@@ -70,7 +73,8 @@ from schedlab.workloads.shockwave_adaptation import (
     batch_schedule,
     usable_batch_sizes,
 )
-from schedlab.workloads.throughputs import ThroughputTable, gavel_prices, load_gavel_throughputs
+from schedlab.workloads.throughput_files import resolve_throughputs
+from schedlab.workloads.throughputs import ThroughputTable, gavel_prices
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +106,9 @@ SHOCKWAVE_MODE_MIX: Mapping[str, float] = {"static": 0.0, "accordion": 0.5, "gns
 ACCORDION_MIN_DURATION_S = 1000
 #: Accelerator whose throughputs define steps and seconds per epoch (the trace's reference).
 REFERENCE_ACCELERATOR = "v100"
+#: Throughput source of :func:`generate_shockwave_instance` when none is given (the example
+#: instances of ``instances/shockwave/`` are made with it).
+DEFAULT_THROUGHPUTS = "gavel"
 
 _SCALE_FACTORS = (1, 2, 4, 8)
 
@@ -327,24 +334,40 @@ class _Throughputs:
     table: ThroughputTable
     substituted: dict[tuple[str, int], int]
 
-    def of(self, model: str, batch_size: int, scale_factor: int) -> dict[str, float]:
+    def _missing(self, job_type: str, reason: str, needed_by: str) -> InputError:
+        """The error of an entry the table lacks: names the table's file and the job type."""
+        return InputError(f"{reason} ({needed_by} needs it)", file=self.table.source,
+                          field=f"throughputs[{job_type!r}]")
+
+    def of(self, model: str, batch_size: int, scale_factor: int,
+           needed_by: str = "a job") -> dict[str, float]:
         """{accelerator: steps/s} of the model at ``batch_size`` on ``scale_factor`` GPUs.
 
         A combination the table lacks (Gavel's LM at batch size 20 on 8 GPUs) takes the
-        throughput measured on the largest smaller GPU count: no speed-up assumed.
+        throughput measured on the largest smaller GPU count: no speed-up assumed.  A job type
+        the table lacks altogether, or without a V100 throughput > 0 (the reference), raises
+        :class:`~schedlab.errors.InputError` naming the table's file (or name) and the job
+        type; ``needed_by`` says which job needs it.
         """
         job_type = job_type_label(model, batch_size)
         if self.table.has(job_type, scale_factor):
-            return self.table.throughput(job_type, scale_factor)
-        smaller = [s for s in self.table.scale_factors(job_type) if s < scale_factor]
-        if not smaller:
-            raise InputError(f"no measured throughput for {job_type!r} on {scale_factor} or "
-                             "fewer GPUs", field="table")
-        if (job_type, scale_factor) not in self.substituted:
-            log.warning("%s on %d GPUs is not in the throughput table; using its %d-GPU "
-                        "throughput", job_type, scale_factor, smaller[-1])
-        self.substituted[(job_type, scale_factor)] = smaller[-1]
-        return self.table.throughput(job_type, smaller[-1])
+            measured = self.table.throughput(job_type, scale_factor)
+        else:
+            known = self.table.scale_factors(job_type)
+            smaller = [s for s in known if s < scale_factor]
+            if not smaller:
+                reason = ("job type not in the table" if not known else
+                          f"measured on {known} GPUs, not on {scale_factor} or fewer")
+                raise self._missing(job_type, reason, needed_by)
+            if (job_type, scale_factor) not in self.substituted:
+                log.warning("%s on %d GPUs is not in the throughput table; using its %d-GPU "
+                            "throughput", job_type, scale_factor, smaller[-1])
+            self.substituted[(job_type, scale_factor)] = smaller[-1]
+            measured = self.table.throughput(job_type, smaller[-1])
+        if measured.get(REFERENCE_ACCELERATOR, 0.0) <= 0:
+            raise self._missing(job_type, f"no {REFERENCE_ACCELERATOR} throughput > 0 on "
+                                f"{scale_factor} GPU(s) (the reference accelerator)", needed_by)
+        return measured
 
 
 def seconds_per_epoch(model: str, batch_size: int, throughput: float) -> float:
@@ -362,6 +385,51 @@ def epoch_count(model: str, batch_size: int, total_steps: int) -> int:
 
 
 # ------------------------------------------------------------------------------- instances
+
+
+def _job_document(job_id: str, model: str, b0: int, scale_factor: int, mode: Adaptation,
+                  total_steps: int, arrival_s: float, throughputs: _Throughputs,
+                  accelerators: Sequence[str], needed_by: str) -> dict[str, Any]:
+    """One job of a Shockwave trace as an instance job (``generate_shockwave_instance``'s
+    Returns); ``total_steps`` whole steps at b0."""
+    initial = throughputs.of(model, b0, scale_factor, needed_by)
+    epochs = epoch_count(model, b0, total_steps)
+    schedule = batch_schedule(model, b0, scale_factor, epochs, mode)
+    regimes = {
+        str(b): stated(seconds_per_epoch(
+            model, b, throughputs.of(model, b, scale_factor, needed_by)[REFERENCE_ACCELERATOR]))
+        for b in usable_batch_sizes(model, b0, scale_factor, mode)
+    }
+    return {
+        "id": job_id,
+        "job_type": job_type_label(model, b0),
+        "arrival": float(arrival_s),
+        "scale_factor": scale_factor,
+        "total_steps": float(total_steps),
+        "throughput": {k: initial[k] for k in accelerators if k in initial},
+        "epochs": epochs,
+        "batch_schedule": [int(b) for b in schedule],
+        "regimes": regimes,
+        "adaptation": mode,
+    }
+
+
+def _substitution_notes(throughputs: _Throughputs) -> str:
+    """The instance description's note on substituted GPU counts ("" when none)."""
+    if not throughputs.substituted:
+        return ""
+    subs = ", ".join(f"{t} on {s} GPUs uses its {used}-GPU throughput"
+                     for (t, s), used in sorted(throughputs.substituted.items()))
+    return f" Not in the table, substituted: {subs}."
+
+
+def describe_throughputs(table: ThroughputTable) -> str:
+    """How an instance description names its throughput source, e.g. ``the shockwave-tacc
+    throughputs (Shockwave's measurements)``."""
+    what = {"gavel": "Gavel's measurements", "shockwave-tacc": "Shockwave's measurements"}
+    known = what.get(table.source)
+    return (f"the {table.source} throughputs ({known})" if known
+            else f"the throughputs of {Path(table.source).name}")
 
 
 def _cluster_document(cluster: Mapping[str, int], table: ThroughputTable) -> dict[str, Any]:
@@ -398,6 +466,7 @@ def generate_shockwave_instance(
     name: str | None = None,
     description: str | None = None,
     table: ThroughputTable | None = None,
+    throughputs: str | ThroughputTable | None = None,
 ) -> Instance:
     """A Shockwave trace as an Instance (see the module docstring for every rule).
 
@@ -414,7 +483,12 @@ def generate_shockwave_instance(
             generator's options (defaults: the canonical trace's).
         round_s, window_rounds: written into ``params`` (Shockwave's 120 s rounds and
             20-round planning window).
-        table: throughput table (default: Gavel's, shipped).
+        throughputs: the throughput source: ``"gavel"`` (default, Gavel's measurements),
+            ``"shockwave-tacc"`` (Shockwave's, the numbers of its published traces), a
+            throughput file's path, or a :class:`~schedlab.workloads.throughputs.
+            ThroughputTable` (:func:`~schedlab.workloads.throughput_files.
+            resolve_throughputs`).  The instance description names it.
+        table: a table, the same as ``throughputs=table`` (give one of the two).
 
     Returns:
         A validated Instance.  Per job: ``job_type`` (model and b0), ``arrival``,
@@ -424,7 +498,9 @@ def generate_shockwave_instance(
         usable_batch_sizes`), ``total_steps`` (the trace's whole steps at b0) and
         ``throughput`` at b0 (a simulator that ignores the schedule runs the job static).
     """
-    table = table or load_gavel_throughputs()
+    if table is not None and throughputs is not None:
+        raise InputError("give throughputs or table, not both", field="throughputs")
+    table = resolve_throughputs(table or throughputs or DEFAULT_THROUGHPUTS)
     cluster = dict(SHOCKWAVE_CLUSTER if cluster is None else cluster)
     cluster_doc = _cluster_document(cluster, table)
     if not (isinstance(round_s, int | float) and math.isfinite(round_s) and round_s > 0):
@@ -434,52 +510,32 @@ def generate_shockwave_instance(
         num_jobs, seed, mean_gap_s=mean_gap_s, multi_gpu=multi_gpu, mode_mix=mode_mix,
         scale_factor_mix=scale_factor_mix, min_duration_h=min_duration_h,
         max_duration_h=max_duration_h, num_durations=num_durations)
-    throughputs = _Throughputs(table, {})
+    rates = _Throughputs(table, {})
     jobs: list[dict[str, Any]] = []
     for i in range(len(draws.template)):
         model, b0 = JOB_TEMPLATES[int(draws.template[i])]
         sf = int(draws.scale_factor[i])
-        mode = draws.mode[i]
-        initial = throughputs.of(model, b0, sf)
-        total_steps = int(draws.duration_s[i] * initial[REFERENCE_ACCELERATOR])
-        epochs = epoch_count(model, b0, total_steps)
-        schedule = batch_schedule(model, b0, sf, epochs, mode)
-        regimes = {
-            str(b): stated(seconds_per_epoch(
-                model, b, throughputs.of(model, b, sf)[REFERENCE_ACCELERATOR]))
-            for b in usable_batch_sizes(model, b0, sf, mode)
-        }
-        jobs.append({
-            "id": str(i),
-            "job_type": job_type_label(model, b0),
-            "arrival": float(draws.arrival_s[i]),
-            "scale_factor": sf,
-            "total_steps": float(total_steps),
-            "throughput": {k: initial[k] for k in cluster if k in initial},
-            "epochs": epochs,
-            "batch_schedule": [int(b) for b in schedule],
-            "regimes": regimes,
-            "adaptation": mode,
-        })
+        needed_by = f"generated job {i}"
+        initial = rates.of(model, b0, sf, needed_by)[REFERENCE_ACCELERATOR]
+        # Shockwave: num_steps = run_time * T, written with %d (truncated)
+        total_steps = int(draws.duration_s[i] * initial)
+        jobs.append(_job_document(str(i), model, b0, sf, draws.mode[i], total_steps,
+                                  float(draws.arrival_s[i]), rates, list(cluster), needed_by))
 
     n = len(jobs)
     label = name or f"shockwave-{n}jobs-seed{seed}"
-    notes = ""
-    if throughputs.substituted:
-        subs = ", ".join(f"{t} on {s} GPUs uses its {used}-GPU throughput"
-                         for (t, s), used in sorted(throughputs.substituted.items()))
-        notes = f" Not in the table, substituted: {subs}."
     document = {
         "schema": INSTANCE_SCHEMA,
         "name": label,
         "description": (description or (
             f"{n} Shockwave jobs from schedlab.workloads.generate_shockwave_instance({n}, "
-            f"{cluster}, seed={seed}, mean_gap_s={mean_gap_s}, multi_gpu={multi_gpu}): "
-            "Shockwave's trace generator draw for draw (templates, scale factors, durations, "
-            "modes, arrivals); epochs and seconds per epoch from Gavel's V100 throughputs. "
+            f"{cluster}, seed={seed}, mean_gap_s={mean_gap_s}, multi_gpu={multi_gpu}, "
+            f"throughputs={table.source!r}): Shockwave's trace generator draw for draw "
+            "(templates, scale factors, durations, modes, arrivals); steps, epochs and "
+            f"seconds per epoch from {describe_throughputs(table)}, V100. "
             "regimes lists every batch size a job can use; total_steps and throughput are at "
             "the initial batch size (a simulator that ignores batch_schedule runs the job "
-            "static).")) + notes,
+            "static).")) + _substitution_notes(rates),
         "cluster": cluster_doc,
         "jobs": jobs,
         "params": {"round_s": float(round_s), "window_rounds": window_rounds},

@@ -11,6 +11,14 @@ Throughput table
     invented; a throughput of ``0.0`` is Gavel's own entry and means the job cannot run on that
     type (ResNet-50 at batch size 128 on 2, 4 or 8 K80s).
 
+Named sources
+    :func:`load_throughputs` reads a shipped table by name (:data:`THROUGHPUT_SOURCES`):
+    ``gavel`` is the table above; ``shockwave-tacc`` is Shockwave's own measurements
+    (``schedlab/data/shockwave/tacc_throughputs.json``, converted from Shockwave's
+    ``scheduler/tacc_throughputs.json``; ``schedlab/data/shockwave/SOURCE.md``), the numbers
+    its published traces were generated with.  Tables in files are read by
+    :mod:`schedlab.workloads.throughput_files`.
+
 Prices
     ``cost_per_hour`` in $ per GPU-hour: v100 2.48, p100 1.46, k80 0.45.  These are the
     on-demand per-GPU list prices of Google Cloud of that period (not AWS prices).  Gavel's
@@ -53,7 +61,7 @@ from typing import Any
 
 import numpy as np
 
-from schedlab.errors import InputError
+from schedlab.errors import InputError, UnknownNameError
 from schedlab.instance import Instance, instance_from_dict, read_document
 from schedlab.workloads.precision import stated
 
@@ -61,6 +69,11 @@ log = logging.getLogger(__name__)
 
 THROUGHPUT_TABLE_SCHEMA = "schedlab/throughput-table@1"
 DATA_FILE = "gavel_throughputs.json"
+#: Shipped throughput tables by name: path inside ``schedlab/data``.
+THROUGHPUT_SOURCES: Mapping[str, tuple[str, ...]] = {
+    "gavel": (DATA_FILE,),
+    "shockwave-tacc": ("shockwave", "tacc_throughputs.json"),
+}
 
 #: Gavel's JobTable: model families that Gavel runs data-parallel on 2, 4 or 8 GPUs.
 #: Recommendation, A3C and CycleGAN are single-GPU only.
@@ -106,7 +119,9 @@ class ThroughputTable:
     Each value is the throughput of the whole job running alone on ``scale_factor`` GPUs of
     the accelerator type.  ``prices_per_gpu_hour[accelerator]`` is in $ per GPU-hour.
     ``missing`` lists (job_type, scale_factor) combinations Gavel defines but the source does
-    not cover; they are absent from ``throughputs``.
+    not cover; they are absent from ``throughputs``.  ``source`` names where the numbers came
+    from: a name of :data:`THROUGHPUT_SOURCES` or the path of the file they were read from
+    (errors about a missing entry name it).
     """
 
     throughputs: Mapping[str, Mapping[int, Mapping[str, float]]]
@@ -114,6 +129,7 @@ class ThroughputTable:
     prices_per_gpu_hour: Mapping[str, float]
     missing: tuple[tuple[str, int], ...]
     provenance: Mapping[str, Any]
+    source: str = "gavel"
 
     @property
     def job_types(self) -> list[str]:
@@ -145,7 +161,7 @@ class ThroughputTable:
         return [(t, s) for t in self.job_types for s in self.scale_factors(t)]
 
 
-def _table_from_document(doc: Mapping[str, Any]) -> ThroughputTable:
+def _table_from_document(doc: Mapping[str, Any], source: str = "gavel") -> ThroughputTable:
     raw = doc["throughputs"]
     throughputs = {
         job_type: {int(sf): {acc: float(v) for acc, v in by_acc.items()}
@@ -159,17 +175,30 @@ def _table_from_document(doc: Mapping[str, Any]) -> ThroughputTable:
         prices_per_gpu_hour={k: float(v) for k, v in doc["prices_per_gpu_hour"].items()},
         missing=missing,
         provenance=dict(doc.get("provenance", {})),
+        source=source,
     )
 
 
 @functools.cache
-def load_gavel_throughputs() -> ThroughputTable:
-    """The shipped Gavel table (``schedlab/data/gavel_throughputs.json``), read once."""
-    text = resources.files("schedlab").joinpath("data", DATA_FILE).read_text(encoding="utf-8")
+def load_throughputs(name: str) -> ThroughputTable:
+    """A shipped table by name (:data:`THROUGHPUT_SOURCES`: ``gavel``, ``shockwave-tacc``),
+    read once.  An unknown name raises :class:`~schedlab.errors.UnknownNameError` naming the
+    field ``throughputs``."""
+    if name not in THROUGHPUT_SOURCES:
+        raise UnknownNameError(f"unknown throughput source {name!r} (known: "
+                               f"{', '.join(THROUGHPUT_SOURCES)})", field="throughputs")
+    parts = THROUGHPUT_SOURCES[name]
+    text = resources.files("schedlab").joinpath("data", *parts).read_text(encoding="utf-8")
     doc = json.loads(text)
     if doc.get("schema") != THROUGHPUT_TABLE_SCHEMA:
-        raise InputError(f"expected schema {THROUGHPUT_TABLE_SCHEMA!r}", file=DATA_FILE)
-    return _table_from_document(doc)
+        raise InputError(f"expected schema {THROUGHPUT_TABLE_SCHEMA!r}", file="/".join(parts))
+    return _table_from_document(doc, source=name)
+
+
+def load_gavel_throughputs() -> ThroughputTable:
+    """The shipped Gavel table (``schedlab/data/gavel_throughputs.json``), read once:
+    ``load_throughputs("gavel")``."""
+    return load_throughputs("gavel")
 
 
 def gavel_prices() -> dict[str, float]:

@@ -43,6 +43,11 @@ naming the file, the line and the field, e.g. ``cluster_log.csv: line 7: end_tim
   start.  Status ``Terminated`` is kept; ``Failed`` only with ``keep_failed``; ``Running`` and
   ``Waiting`` never (they have no end).
 
+A **Shockwave** ``.trace`` file (format ``shockwave``) names its own job types, steps, modes
+and arrivals: :func:`instance_from_trace` hands it to
+:func:`~schedlab.workloads.shockwave_trace.read_shockwave_trace` (no types are drawn; the
+seed, ``keep_failed`` and ``max_scale_factor`` do not apply).
+
 A killed or failed job kept with ``keep_failed`` is replayed as a job that needs the work it
 did before it stopped.  Wall-clock times without a time zone are read as UTC: only differences
 matter, and a daylight-saving change inside a job shifts its duration by an hour at most.
@@ -75,13 +80,14 @@ from schedlab.instance import (
     instance_from_dict,
 )
 from schedlab.workloads.precision import whole_steps
+from schedlab.workloads.throughput_files import resolve_throughputs
 from schedlab.workloads.throughputs import ThroughputTable, load_gavel_throughputs
 
 log = logging.getLogger(__name__)
 
-TraceFormat = Literal["philly", "helios", "pai"]
+TraceFormat = Literal["philly", "helios", "pai", "shockwave"]
 #: The formats :func:`instance_from_trace` reads.
-TRACE_FORMATS: tuple[str, ...] = ("philly", "helios", "pai")
+TRACE_FORMATS: tuple[str, ...] = ("philly", "helios", "pai", "shockwave")
 
 #: Default cap on the scale factor (GPUs per job): Gavel measured 1, 2, 4 and 8.
 DEFAULT_MAX_SCALE_FACTOR = 8
@@ -720,6 +726,9 @@ def read_trace_jobs(path: str | Path, trace_format: str, *, keep_failed: bool = 
         return read_helios_jobs(path, keep_failed=keep_failed)
     if trace_format == "pai":
         return read_pai_jobs(path, task_table, keep_failed=keep_failed)
+    if trace_format == "shockwave":
+        raise InputError("a Shockwave trace names its own job types: read it with "
+                         "instance_from_trace or read_shockwave_trace", field="trace_format")
     raise InputError(f"unknown trace format {trace_format!r} (known: {', '.join(TRACE_FORMATS)})",
                      field="trace_format")
 
@@ -734,25 +743,53 @@ def instance_from_trace(
     keep_failed: bool = False,
     max_scale_factor: int = DEFAULT_MAX_SCALE_FACTOR,
     jobs_per_hour: float | None = None,
-    round_s: float = DEFAULT_ROUND_S,
+    round_s: float | None = None,
     task_table: str | Path | None = None,
+    throughputs: str | ThroughputTable | None = None,
 ) -> Instance:
-    """Read a trace and convert it (:func:`read_trace_jobs` + :func:`trace_jobs_to_instance`).
+    """Read a trace and convert it (:func:`read_trace_jobs` + :func:`trace_jobs_to_instance`;
+    format ``shockwave``: :func:`~schedlab.workloads.shockwave_trace.read_shockwave_trace`).
 
     ``jobs_per_hour`` rescales arrivals (:func:`rescale_arrivals`) so the trace replays at
-    that mean rate; None keeps the trace's own timing.
+    that mean rate; None keeps the trace's own timing.  ``round_s`` None: 360 s (Gavel's), or
+    120 s for a Shockwave trace.  ``throughputs`` (a name, a file or a table) replaces the
+    format's table: Gavel's, or ``shockwave-tacc`` for a Shockwave trace.
     """
+    if trace_format == "shockwave":
+        from schedlab.workloads.shockwave import SHOCKWAVE_ROUND_S
+        from schedlab.workloads.shockwave_trace import (
+            DEFAULT_TRACE_THROUGHPUTS,
+            read_shockwave_trace,
+        )
+
+        instance = read_shockwave_trace(
+            path, cluster, throughputs=throughputs or DEFAULT_TRACE_THROUGHPUTS,
+            num_jobs=num_jobs, round_s=round_s or SHOCKWAVE_ROUND_S)
+    else:
+        instance = _instance_from_job_trace(
+            path, trace_format, cluster, seed=seed, num_jobs=num_jobs, keep_failed=keep_failed,
+            max_scale_factor=max_scale_factor, round_s=round_s or DEFAULT_ROUND_S,
+            task_table=task_table, throughputs=throughputs)
+    if jobs_per_hour is not None:
+        instance = rescale_arrivals(instance, jobs_per_hour)
+    return instance
+
+
+def _instance_from_job_trace(
+    path: str | Path, trace_format: str, cluster: Mapping[str, int] | None, *, seed: int,
+    num_jobs: int | None, keep_failed: bool, max_scale_factor: int, round_s: float,
+    task_table: str | Path | None, throughputs: str | ThroughputTable | None,
+) -> Instance:
+    """A Philly, Helios or PAI trace as an Instance (job types drawn with ``seed``)."""
     jobs = read_trace_jobs(path, trace_format, keep_failed=keep_failed, task_table=task_table)
-    instance = trace_jobs_to_instance(
+    return trace_jobs_to_instance(
         jobs, cluster, seed=seed, num_jobs=num_jobs, max_scale_factor=max_scale_factor,
+        table=None if throughputs is None else resolve_throughputs(throughputs),
         round_s=round_s, name=f"{Path(path).name.split('.')[0]}-{trace_format}",
         description=(f"{trace_format} trace {Path(path).name}: first "
                      f"{num_jobs if num_jobs is not None else 'all'} usable jobs; job types "
                      f"drawn with seed {seed}; durations taken as V100 run times"),
     )
-    if jobs_per_hour is not None:
-        instance = rescale_arrivals(instance, jobs_per_hour)
-    return instance
 
 
 def rescale_arrivals(instance: Instance, jobs_per_hour: float) -> Instance:

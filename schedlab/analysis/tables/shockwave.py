@@ -9,11 +9,13 @@ trace generator, without tuning towards the claim.
 
 **What is run.**  For each seed s of :attr:`TableSettings.seeds` (default 25, 26, 27; 25 is
 Shockwave's published trace): the instance
-``generate_shockwave_instance(num_jobs, {"v100": gpus}, seed=s)`` (continuous arrivals, mean
-gap 40 s, ``params.round_s`` = 120 s), and for each policy of :attr:`TableSettings.policies`
-(label, registered name) one simulation ``simulate(instance, policy=get_policy(name),
-seed=s)``.  A name that is not registered (yet) is skipped with a logged warning; its row says
-"not available".
+``generate_shockwave_instance(num_jobs, {"v100": gpus}, seed=s, throughputs=...)``
+(continuous arrivals, mean gap 40 s, ``params.round_s`` = 120 s; steps and seconds per epoch
+from :attr:`TableSettings.throughputs`, default ``shockwave-tacc``, Shockwave's own
+measurements, with which seed 25 is its published trace byte for byte), and for each policy
+of :attr:`TableSettings.policies` (label, registered name) one simulation
+``simulate(instance, policy=get_policy(name), seed=s)``.  A name that is not registered (yet)
+is skipped with a logged warning; its row says "not available".
 
 **Metrics** of one (seed, policy) cell, from its per-job records (jobs j = 1..J, arrival a_j,
 finish f_j, isolated run time t_j = ``isolated_time_s``, G GPUs):
@@ -33,10 +35,11 @@ ratio whose reference value is 0 is undefined: NaN, and so is its mean).
 **Cache.**  Each finished cell is written, atomically, as ``cells/<policy>__seed<s>__<key>.json``
 in the output folder (its per-job arrival, finish and isolated time, the simulation's wall and
 solver seconds); a re-run reuses every cell whose file exists, so an interrupted table resumes
-where it stopped.  ``key`` is a digest of the instance, the policy name and the source of the
-code a simulation runs (every ``schedlab`` module outside ``schedlab.analysis`` and the command
-line), so a cell computed by other code or on another trace is never reused.  Metrics are
-computed from the cached records each time, never cached themselves.
+where it stopped.  ``key`` is a digest of the instance, the throughput source, the policy name
+and the source of the code a simulation runs (every ``schedlab`` module outside
+``schedlab.analysis`` and the command line), so a cell computed by other code, on another
+trace or from another throughput table is never reused.  Metrics are computed from the cached
+records each time, never cached themselves.
 """
 
 from __future__ import annotations
@@ -107,6 +110,8 @@ PLOT_NAME = "shockwave.png"
 CELLS_FOLDER = "cells"
 #: Bump when the cell file's layout changes (old files are then ignored).
 CELL_FORMAT = 1
+#: Throughput source of the table's traces (a name of ``THROUGHPUT_SOURCES``).
+DEFAULT_THROUGHPUTS = "shockwave-tacc"
 NOT_AVAILABLE = "not available"
 HOUR_S = 3600.0
 
@@ -121,7 +126,9 @@ class TableSettings:
     ``num_jobs`` jobs on ``gpus`` V100s, ``round_s`` s rounds, arrivals every ``mean_gap_s`` s
     on average (Shockwave's: 120 jobs, 32 GPUs, 120 s, 40 s); ``policies`` as (label,
     registered name) pairs in row order; ``workers`` simulations run at once in local
-    processes (1: in this process).
+    processes (1: in this process); ``throughputs`` the shipped throughput table the traces'
+    steps and seconds per epoch come from (``shockwave-tacc``, Shockwave's measurements, or
+    ``gavel``).
     """
 
     num_jobs: int = 120
@@ -132,12 +139,14 @@ class TableSettings:
     policies: tuple[tuple[str, str], ...] = POLICIES
     unfair_threshold: float = metrics.DEFAULT_UNFAIR_THRESHOLD
     workers: int = 1
+    throughputs: str = DEFAULT_THROUGHPUTS
 
     def describe(self) -> str:
-        """One sentence: the workload and the seeds."""
+        """One sentence: the workload, its throughput source and the seeds."""
         seeds = ", ".join(str(s) for s in self.seeds)
-        return (f"{self.num_jobs} Shockwave jobs (mean arrival gap {self.mean_gap_s:g} s) on "
-                f"{self.gpus} V100 GPUs, {self.round_s:g} s rounds, seed(s) {seeds}")
+        return (f"{self.num_jobs} Shockwave jobs (mean arrival gap {self.mean_gap_s:g} s; "
+                f"{self.throughputs} throughputs) on {self.gpus} V100 GPUs, "
+                f"{self.round_s:g} s rounds, seed(s) {seeds}")
 
 
 def quick_settings(**overrides: Any) -> TableSettings:
@@ -190,6 +199,11 @@ def check_settings(settings: TableSettings) -> None:
         raise InputError("the table needs at least one job and one GPU")
     if settings.workers < 1:
         raise InputError(f"workers must be >= 1, got {settings.workers}", field="--workers")
+    from schedlab.workloads.throughputs import THROUGHPUT_SOURCES
+
+    if settings.throughputs not in THROUGHPUT_SOURCES:
+        raise UnknownNameError(f"unknown throughput source {settings.throughputs!r} (known: "
+                               f"{', '.join(THROUGHPUT_SOURCES)})", field="--throughputs")
 
 
 def is_available(name: str) -> bool:
@@ -275,18 +289,21 @@ class CellResult:
 
 
 def build_instance(settings: TableSettings, seed: int) -> Instance:
-    """The seed's trace: ``generate_shockwave_instance(num_jobs, {"v100": gpus}, seed)``."""
+    """The seed's trace: ``generate_shockwave_instance(num_jobs, {"v100": gpus}, seed,
+    throughputs=settings.throughputs)``."""
     from schedlab.workloads.shockwave import generate_shockwave_instance
 
     return generate_shockwave_instance(settings.num_jobs, {"v100": settings.gpus}, seed,
                                        mean_gap_s=settings.mean_gap_s,
-                                       round_s=settings.round_s)
+                                       round_s=settings.round_s,
+                                       throughputs=settings.throughputs)
 
 
-def cell_key(instance: Instance, policy: str) -> str:
-    """12 hex digits naming a cell: the instance, the policy name, the code and the format."""
-    text = json.dumps({"instance": instance.model_dump_json(), "policy": policy,
-                       "code": code_digest(), "format": CELL_FORMAT})
+def cell_key(instance: Instance, policy: str, throughputs: str) -> str:
+    """12 hex digits naming a cell: the instance, its throughput source, the policy name, the
+    code and the format."""
+    text = json.dumps({"instance": instance.model_dump_json(), "throughputs": throughputs,
+                       "policy": policy, "code": code_digest(), "format": CELL_FORMAT})
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -296,7 +313,7 @@ def plan_cells(settings: TableSettings, available: Sequence[str]) -> list[Cell]:
     workers do not leave one of them for the end."""
     instances = {seed: build_instance(settings, seed) for seed in settings.seeds}
     return [Cell(policy=name, seed=seed, instance=instances[seed],
-                 key=cell_key(instances[seed], name))
+                 key=cell_key(instances[seed], name, settings.throughputs))
             for name in available for seed in settings.seeds]
 
 

@@ -85,6 +85,7 @@ from schedlab.formulations.shockwave.predictor import (
     remaining_seconds,
     seconds_per_epoch_estimate,
 )
+from schedlab.formulations.shockwave.waterfill import EPOCH_TOLERANCE, solve_exact
 from schedlab.instance import Instance
 from schedlab.solution import InstanceRef, Placement, Solution, Status, Timings
 from schedlab.solvers import PersistentSolver, SolveResult, SolverOptions, matrix_model
@@ -93,6 +94,7 @@ from schedlab.solvers.matrix import MatrixModel
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 NashMode = Literal["convex", "integral"]
+ConvexMethod = Literal["exact", "outer_approximation"]
 
 #: Breakpoints of Shockwave's piecewise-linear log (progress fractions) and log 0's stand-in.
 LOG_BREAKPOINTS: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -109,13 +111,17 @@ OA_MAX_ITERATIONS = 200
 #: otherwise floor UB - LB near 1e-8.
 HIGHS_TIGHT = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 #: Relative gap on the plan's own objective below which a solver's "optimal" stands even at
-#: MIP gap 0 (HiGHS's gap tests use absolute tolerances of about 1e-6 on the scaled objective).
+#: MIP gap 0 (HiGHS's gap tests use absolute tolerances of about 1e-6).
 UNSCALED_GAP_SLACK = 1e-6
 #: HiGHS tolerances of the integral mode's round-count relaxation (unless the caller sets
 #: them): under priorities the smallest objective weights fall near the default 1e-7 dual
 #: tolerance, and on a captured window (priorities up to 6e3) the default tolerances gave
 #: a "proven" optimum 1% below a plan the full MILP had found; these did not.
 ROUND_COUNT_HIGHS = {**HIGHS_TIGHT, "mip_feasibility_tolerance": 1e-9}
+#: HiGHS reads a cost coefficient of 1e20 or more as infinite (its ``infinite_cost``);
+#: Shockwave's priorities reach rho^100, and its code hands them to the solver as they stand,
+#: so every Shockwave model lifts that limit (a solver setting, not a change of the objective).
+HIGHS_FINITE_COSTS = {"infinite_cost": math.inf}
 #: Smallest progress at which a tangent is taken (log is -inf at 0).
 _Q_FLOOR = 1e-9
 DEFAULT_MIP_GAP = 1e-3
@@ -159,14 +165,6 @@ class WindowData:
         """c_j = pi_j B_j / (W sum B): the objective's coefficient of v_j."""
         base = self.budget / (self.rounds * float(self.budget.sum()))
         return base if self.priority is None else base * self.priority
-
-    @property
-    def objective_scale(self) -> float:
-        """1 / max(1, max_j pi_j): the model's objective is the window objective times this
-        (the same optimum; keeps Shockwave's rho^100 priorities within floating range)."""
-        if self.priority is None or not len(self.priority):
-            return 1.0
-        return 1.0 / max(1.0, float(self.priority.max()))
 
     def planned_epochs(self, rounds_run: FloatArray) -> FloatArray:
         """p_j = min(E_j - e_j, L n_j / d_j) for n_j rounds of running (the most allowed)."""
@@ -233,8 +231,8 @@ def window_lp(data: WindowData, *, per_round: bool = True) -> WindowLP:
     lower = np.r_[np.zeros(n * w), np.zeros(n), np.zeros(n), 0.0, np.full(n, -math.inf)]
     upper = np.r_[np.ones(n * w), data.epochs - data.done, np.full(n, math.inf), math.inf,
                   np.zeros(n)]
-    cost = np.zeros(size)  # the window objective times data.objective_scale
-    cost[vi], cost[zi] = data.weights * data.objective_scale, -data.k * data.objective_scale
+    cost = np.zeros(size)  # the window objective as it stands: no rescaling (Shockwave's code)
+    cost[vi], cost[zi] = data.weights, -data.k
     jobs = np.arange(n)
     blocks = [
         # capacity: sum_j s_j x[j,t] <= G
@@ -325,7 +323,9 @@ class NashWelfare(Formulation):
                  predictor: PredictorMode = "shockwave",
                  finish_time_targets: Mapping[str, float] | None = None,
                  rho_max: float = 1.0, oa_tolerance: float = OA_TOLERANCE,
-                 priorities: Mapping[str, float] | None = None) -> None:
+                 priorities: Mapping[str, float] | None = None,
+                 convex_method: ConvexMethod = "exact",
+                 epoch_tolerance: float = EPOCH_TOLERANCE) -> None:
         if mode not in ("convex", "integral"):
             raise InputError(f"unknown mode {mode!r} (convex or integral)", field="mode")
         self.mode: NashMode = mode
@@ -334,6 +334,13 @@ class NashWelfare(Formulation):
         self.finish_time_targets = dict(finish_time_targets or {})
         self.rho_max = rho_max
         self.oa_tolerance = oa_tolerance
+        if convex_method not in ("exact", "outer_approximation"):
+            raise InputError(f"unknown convex method {convex_method!r} (exact or "
+                             "outer_approximation)", field="convex_method")
+        self.convex_method: ConvexMethod = convex_method
+        if not (math.isfinite(epoch_tolerance) and epoch_tolerance > 0):
+            raise InputError(f"must be > 0, got {epoch_tolerance!r}", field="epoch_tolerance")
+        self.epoch_tolerance = epoch_tolerance
         self.priorities = dict(priorities or {})
         bad = {j: v for j, v in self.priorities.items() if not (math.isfinite(v) and v > 0)}
         if bad:
@@ -357,6 +364,12 @@ class NashWelfare(Formulation):
         if instance.params.window_rounds is None:
             raise InputError("is required (the window W, in rounds)",
                              field="params.window_rounds")
+        (acc, pool), = instance.cluster.accelerators.items()
+        for i, job in enumerate(instance.jobs):
+            if job.scale_factor > pool.count:
+                raise InputError(f"job {job.id!r} runs as a gang of {job.scale_factor} GPUs; "
+                                 f"the cluster has {pool.count} {acc} GPU(s), so it can never "
+                                 "run", field=f"jobs[{i}].scale_factor")
 
     def window_data(self, instance: Instance) -> WindowData:
         """E, e, s, B, d, Rem and the finish-time caps of every job."""
@@ -472,10 +485,15 @@ class NashWelfare(Formulation):
         model built from :func:`window_lp`'s arrays (the Pyomo model of :meth:`build` when
         the user added constraints with :meth:`extend`: they live on that model)."""
         opts = (options or SolverOptions()).with_method(self.default_lp_method)  # type: ignore[arg-type]
-        if self.mode == "convex" and opts.solver == "highs":
-            opts = replace(opts, extra={**HIGHS_TIGHT, **opts.extra})
+        if opts.solver == "highs":
+            tight = HIGHS_TIGHT if self.mode == "convex" else {}
+            opts = replace(opts, extra={**HIGHS_FINITE_COSTS, **tight, **opts.extra})
         t0 = time.perf_counter()
-        if self.mode == "convex" and not self.extensions:
+        if self.mode == "convex" and not self.extensions and self.convex_method == "exact":
+            data = self.window_data(instance)
+            t1 = time.perf_counter()
+            solution = self._solve_convex_exact(data, instance)
+        elif self.mode == "convex" and not self.extensions:
             data = self.window_data(instance)
             lp = window_lp(data, per_round=False)
             t1 = time.perf_counter()
@@ -594,6 +612,50 @@ class NashWelfare(Formulation):
         sol.metrics["round_count_relaxation"] = True
         return sol
 
+    def _solve_convex_exact(self, data: WindowData, instance: Instance) -> Solution:
+        """The convex window problem by :func:`~schedlab.formulations.shockwave.waterfill.
+        solve_exact`: exact planned epochs, a Lagrangian bound, ``optimal`` only when every
+        p_j is proven within ``epoch_tolerance`` (relative to max(p_j, 1))."""
+        exact = solve_exact(data.weights, data.epochs, data.done, data.scale,
+                            data.sec_per_epoch, data.remaining_s, data.round_s, data.rounds,
+                            data.gpus, data.k, data.ftf_cap, self.epoch_tolerance)
+        if not exact.feasible:
+            sol = self._blank(instance, Status.INFEASIBLE)
+            sol.diagnostics.append(f"infeasible: {self._name_job(data, exact.reason)}")
+            return sol
+        p = exact.planned
+        horizon = data.round_s * data.rounds
+        share = np.clip(data.sec_per_epoch * p / horizon, 0.0, 1.0)
+        x = np.repeat(share[:, None], data.rounds, axis=1)
+        allowed = self.epoch_tolerance * np.maximum(p, 1.0)
+        proven = bool(np.all(exact.epoch_error_bound <= allowed))
+        sol = self._blank(instance, Status.OPTIMAL if proven else Status.FEASIBLE)
+        finishing = p >= (data.epochs - data.done) * (1 - 1e-6)
+        self._fill(sol, data, x, round_gangs(x, data.scale, data.gpus, finishing))
+        sol.objective = exact.objective if math.isfinite(exact.objective) else None
+        if math.isfinite(exact.bound) and sol.objective is not None:
+            sol.bound = exact.bound
+            sol.gap = abs(sol.bound - sol.objective) / max(abs(sol.objective), 1e-10)
+        worst = float(np.max(exact.epoch_error_bound / np.maximum(p, 1.0)))
+        sol.metrics.update(convex_method="exact", epoch_error_bound=worst)
+        # the reported plan's epochs are the exact ones (the shares were derived from them)
+        sol.metrics["planned_epochs"] = dict(zip(data.ids, p.tolist(), strict=True))
+        if not proven:
+            sol.diagnostics.append(
+                f"the duality gap {exact.bound - exact.objective:.3g} proves the planned "
+                f"epochs only within {worst:.3g} (relative), above the tolerance "
+                f"{self.epoch_tolerance:g}: reported as feasible")
+        return sol
+
+    @staticmethod
+    def _name_job(data: WindowData, reason: str) -> str:
+        """``reason`` with "job <index>" replaced by the job's id."""
+        if reason.startswith("job "):
+            index, _, rest = reason[4:].partition(":")
+            if index.isdigit():
+                return f"job {data.ids[int(index)]!r}:{rest}"
+        return reason
+
     def _solve_convex_pyomo(self, model: pyo.ConcreteModel, instance: Instance,
                             solver: PersistentSolver) -> Solution:
         """The outer approximation on the Pyomo model (user constraints included)."""
@@ -667,7 +729,7 @@ class NashWelfare(Formulation):
             result, x, p = solve_lp()
             if result.status != Status.OPTIMAL or result.objective is None:
                 break
-            upper = min(upper, result.objective / data.objective_scale)
+            upper = min(upper, result.objective)
             value = data.objective(x.sum(axis=1), "convex")
             if value > lower or best_x is None:  # -inf: a job with e_j = 0 got no share
                 lower, best_x = value, x
@@ -679,10 +741,27 @@ class NashWelfare(Formulation):
             status = result.status if result is not None else Status.ERROR
             sol = self._blank(instance, status)
             sol.diagnostics.append(f"outer approximation: LP ended {message}")
+            weights = data.weights
+            if len(weights) and float(weights.max()) > 1e12 * float(weights.min()):
+                sol.diagnostics.append(
+                    f"the objective's weights span {float(weights.min()):.3g} to "
+                    f"{float(weights.max()):.3g} (priorities as they stand, no rescaling): "
+                    "beyond what the LP solver resolves")
             return sol
         closed = math.isfinite(lower) and upper - lower <= self.oa_tolerance * max(1.0,
                                                                                  abs(lower))
-        sol = self._blank(instance, Status.OPTIMAL if closed else Status.FEASIBLE)
+        epoch_bound = math.inf
+        if closed:  # the objective's gap bounds the planned epochs (waterfill docstring)
+            planned_now = data.planned_epochs(best_x.sum(axis=1))
+            epoch_bound = float(np.max(data.epochs * np.sqrt(
+                2.0 * max(upper - lower, 0.0) / data.weights) / np.maximum(planned_now, 1.0)))
+        proven = closed and epoch_bound <= self.epoch_tolerance
+        sol = self._blank(instance, Status.OPTIMAL if proven else Status.FEASIBLE)
+        if closed and not proven:
+            sol.diagnostics.append(
+                f"outer approximation closed UB - LB = {upper - lower:.3g}, which proves the "
+                f"planned epochs only within {epoch_bound:.3g} (relative), above the "
+                f"tolerance {self.epoch_tolerance:g}: reported as feasible")
         if not math.isfinite(lower):
             sol.diagnostics.append(
                 "a job that has run no epoch got no share in the LP's plan (exact objective "
@@ -691,7 +770,8 @@ class NashWelfare(Formulation):
         planned = data.planned_epochs(best_x.sum(axis=1))
         finishing = planned >= (data.epochs - data.done) * (1 - 1e-6)
         self._fill(sol, data, best_x, round_gangs(best_x, data.scale, data.gpus, finishing))
-        sol.metrics.update(oa_iterations=iterations, oa_model=interface)
+        sol.metrics.update(oa_iterations=iterations, oa_model=interface,
+                           convex_method="outer_approximation", epoch_error_bound=epoch_bound)
         if math.isfinite(lower):
             sol.objective, sol.bound = lower, upper
             sol.gap = abs(upper - lower) / max(abs(lower), 1e-10)
@@ -721,15 +801,15 @@ class NashWelfare(Formulation):
         self._fill(sol, data, x, x)
         # the plan's objective (p as large as x allows) is >= the solver's incumbent value
         sol.objective = data.objective(x.sum(axis=1), "integral")
-        sol.bound = None if result.bound is None else result.bound / data.objective_scale
+        sol.bound = result.bound
         slack = 1e-9 * max(1.0, abs(sol.objective))
         if sol.bound is not None and sol.bound < sol.objective - slack:
             # a bound below a feasible plan's value proves nothing: the solver's absolute
-            # tolerances acted on an objective scaled by 1 / max priority
+            # tolerances acted on coefficients many orders of magnitude apart
             sol.diagnostics.append(
                 f"solver bound {sol.bound:.12g} is below the plan's objective "
-                f"{sol.objective:.12g} (objective scaled by {data.objective_scale:.3g}); "
-                "no proof of optimality")
+                f"{sol.objective:.12g} (the solver's tolerances, on weights up to "
+                f"{float(data.weights.max()):.3g}); no proof of optimality")
             sol.bound = None
             if sol.status is Status.OPTIMAL:
                 sol.status = Status.FEASIBLE
@@ -737,7 +817,7 @@ class NashWelfare(Formulation):
             sol.gap = abs(sol.bound - sol.objective) / max(abs(sol.objective), 1e-10)
             allowed = max(result.gap_tolerance or 0.0, UNSCALED_GAP_SLACK)
             if sol.status is Status.OPTIMAL and sol.gap > allowed:
-                # the solver's gap test acted on the scaled objective (absolute tolerances):
+                # the solver's gap test used its absolute tolerances:
                 # on the plan's own objective the bound does not prove optimality
                 sol.diagnostics.append(
                     f"solver reported optimal, but its bound {sol.bound:.12g} is "

@@ -12,8 +12,9 @@ early -- a MILP over binaries y'
     \min \sum_{j: n_j > 0} \frac{\pi_j}{n_j} \sum_{t=0}^{W-1} t\, y'_{jt}
     \quad\text{s.t.}\quad \sum_t y'_{jt} = n_j,\qquad \sum_j s_j y'_{jt} \le G .
 
-The objective is divided by max_j pi_j / n_j (the same optimum; Shockwave's priorities reach
-rho^100).  The input plan is feasible, so the MILP always has a solution: it is handed to the
+The objective is handed to the solver as it stands, as Shockwave's code does (no rescaling:
+dividing by the largest pi_j / n_j pushed every other job's weight below the solver's
+tolerances).  The input plan is feasible, so the MILP always has a solution: it is handed to the
 solver as its first incumbent (a start changes where the search begins, not what it may
 return).  MIP gap 1e-3 and time limit 15 s unless the options set them, as Shockwave's code
 solves this MILP with the window problem's settings.  If the solver still returns no
@@ -26,6 +27,7 @@ when its gang fits in the GPUs still idle, until none is idle.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -64,12 +66,11 @@ def rerank_rounds(gangs: FloatArray, scale: FloatArray, gpus: int, priority: Flo
     t = np.arange(n_rounds, dtype=float)
     per_job = np.divide(priority, counts, out=np.zeros(n_jobs), where=counts > 0)
     cost = (per_job[:, None] * t[None, :]).reshape(-1)
-    top = float(cost.max()) if cost.size else 0.0
-    if top > 0:
-        cost = cost / top
     opts = options or SolverOptions()
     opts = replace(opts, mip_gap=RERANK_MIP_GAP if opts.mip_gap is None else opts.mip_gap,
                    time_limit_s=opts.time_limit_s or RERANK_TIME_LIMIT_S)
+    if opts.solver == "highs":  # priorities as they stand (HiGHS reads >= 1e20 as infinite)
+        opts = replace(opts, extra={"infinite_cost": math.inf, **opts.extra})
     model = matrix_model(opts)
     model.add_columns(np.zeros(n_jobs * n_rounds), np.ones(n_jobs * n_rounds), cost,
                       integer=True)
