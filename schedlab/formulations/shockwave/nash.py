@@ -95,6 +95,7 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 NashMode = Literal["convex", "integral"]
 ConvexMethod = Literal["exact", "outer_approximation"]
+IntegralMethod = Literal["round_counts", "full"]
 
 #: Breakpoints of Shockwave's piecewise-linear log (progress fractions) and log 0's stand-in.
 LOG_BREAKPOINTS: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -325,7 +326,8 @@ class NashWelfare(Formulation):
                  rho_max: float = 1.0, oa_tolerance: float = OA_TOLERANCE,
                  priorities: Mapping[str, float] | None = None,
                  convex_method: ConvexMethod = "exact",
-                 epoch_tolerance: float = EPOCH_TOLERANCE) -> None:
+                 epoch_tolerance: float = EPOCH_TOLERANCE,
+                 integral_method: IntegralMethod = "round_counts") -> None:
         if mode not in ("convex", "integral"):
             raise InputError(f"unknown mode {mode!r} (convex or integral)", field="mode")
         self.mode: NashMode = mode
@@ -338,6 +340,10 @@ class NashWelfare(Formulation):
             raise InputError(f"unknown convex method {convex_method!r} (exact or "
                              "outer_approximation)", field="convex_method")
         self.convex_method: ConvexMethod = convex_method
+        if integral_method not in ("round_counts", "full"):
+            raise InputError(f"unknown integral method {integral_method!r} (round_counts or "
+                             "full)", field="integral_method")
+        self.integral_method: IntegralMethod = integral_method
         if not (math.isfinite(epoch_tolerance) and epoch_tolerance > 0):
             raise InputError(f"must be > 0, got {epoch_tolerance!r}", field="epoch_tolerance")
         self.epoch_tolerance = epoch_tolerance
@@ -534,9 +540,10 @@ class NashWelfare(Formulation):
         relaxation first, packed into rounds; else the full MILP as one matrix model with
         the log as an epigraph, started from the LP relaxation's rounded plan."""
         t0 = time.perf_counter()
-        counted = self._solve_round_counts(data, instance, opts)
-        if counted is not None:
-            return counted
+        if self.integral_method == "round_counts":
+            counted = self._solve_round_counts(data, instance, opts)
+            if counted is not None:
+                return counted
         if opts.time_limit_s is not None:
             spent = time.perf_counter() - t0
             opts = replace(opts, time_limit_s=max(1e-3, opts.time_limit_s - spent))
@@ -814,7 +821,8 @@ class NashWelfare(Formulation):
             if sol.status is Status.OPTIMAL:
                 sol.status = Status.FEASIBLE
         if sol.bound is not None:
-            sol.gap = abs(sol.bound - sol.objective) / max(abs(sol.objective), 1e-10)
+            # a bound below the plan's value by less than ``slack`` is float noise: gap 0
+            sol.gap = max(sol.bound - sol.objective, 0.0) / max(abs(sol.objective), 1e-10)
             allowed = max(result.gap_tolerance or 0.0, UNSCALED_GAP_SLACK)
             if sol.status is Status.OPTIMAL and sol.gap > allowed:
                 # the solver's gap test used its absolute tolerances:
