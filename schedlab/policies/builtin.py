@@ -66,7 +66,7 @@ BUILTIN_POLICIES: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
      "finish-time targets, re-planned on arrivals, completions and every 8 rounds",
      {"mode": "integral"}),
     ("shockwave_convex", "schedlab.policies.shockwave:Shockwave",
-     "Shockwave with the exact log (convex, outer approximation on HiGHS), rounded gangs",
+     "Shockwave with the exact log (convex, solved exactly by water-filling), rounded gangs",
      {"mode": "convex"}),
     ("titan", "schedlab.policies.titan:Titan",
      "Titan: per-round ILP over elastic GPU counts and merges of similar never-started tasks, "
