@@ -221,3 +221,41 @@ def test_gang_larger_than_the_cluster_exits_2_with_one_line(tmp_path: Path,
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1
     assert "jobs[0].scale_factor" in lines[0] and "'j0'" in lines[0] and str(path) in lines[0]
+
+
+# -------------------------------------------------------------- profile calibration
+
+
+@pytest.mark.parametrize(("profile", "timeline", "current", "expected"), [
+    # rounds 1 and 2 ran half an epoch each: measured 0.5 + 0.5 = 1 epoch; the profile does
+    # 200 s = 2 epochs of 100 s; |1 - 2| / 2 = 0.5 > 0.4: the times scale by 2 / 1
+    ([100.0] * 4, [(1, 0.5), (2, 0.5)], 1.0, 2.0),
+    # 0.8 + 0.8 = 1.6 against 2: within 40%, the factor in force stays
+    ([100.0] * 4, [(1, 0.8), (2, 0.8)], 1.0, 1.0),
+    ([100.0] * 4, [(1, 0.8), (2, 0.8)], 1.7, 1.7),
+    # a first run in round 0 stands for 0 rounds, over 0 s: nothing to compare
+    ([100.0] * 4, [(0, 1.0)], 1.0, 1.0),
+    # one entry at round 3 stands for rounds 1-3: 3 x 1 epoch against 300 s = 3 epochs
+    ([100.0] * 4, [(3, 1.0)], 1.0, 1.0),
+    # 200 s: epoch 0 (100 s) fits, then 100 s of epoch 1's 300 s at the current factor:
+    # 1 + 100 / 300 = 4/3 against 2 x 0.25 = 0.5 -> (4/3) / 0.5; at factor 2: 1 + 100 / 600
+    ([100.0, 300.0], [(2, 0.25)], 1.0, (4.0 / 3.0) / 0.5),
+    ([100.0, 300.0], [(2, 0.25)], 2.0, (7.0 / 6.0) / 0.5),
+    # every epoch fits in 200 s (100 s): the last one's time measures the rest, 100 / 50
+    ([50.0, 50.0], [(2, 0.2)], 1.0, (2.0 + 100.0 / 50.0) / 0.4),
+])
+def test_profile_calibration_by_hand(profile: list[float], timeline: list[tuple[int, float]],
+                                     current: float, expected: float) -> None:
+    from schedlab.formulations.shockwave.calibration import calibrated_scale
+
+    assert calibrated_scale(profile, timeline, 100.0, current) == pytest.approx(expected)
+
+
+def test_calibration_scales_the_window_inputs() -> None:
+    """``duration_scale`` multiplies d_j and Rem_j (both linear in the epoch times)."""
+    inst = window([(1, 10, 2, 60.0), (1, 10, 0, 120.0)], gpus=1, rounds=4)
+    plain = NashWelfare("integral", predictor="oracle").window_data(inst)
+    scaled = NashWelfare("integral", predictor="oracle",
+                         duration_scale={"j0": 2.0}).window_data(inst)
+    assert scaled.sec_per_epoch.tolist() == [120.0, 120.0]
+    assert scaled.remaining_s.tolist() == [2 * plain.remaining_s[0], plain.remaining_s[1]]

@@ -77,6 +77,7 @@ import numpy as np
 import numpy.typing as npt
 
 from schedlab.errors import InputError
+from schedlab.formulations.shockwave.calibration import calibrated_scale
 from schedlab.formulations.shockwave.nash import NashMode, NashWelfare, WindowData
 from schedlab.formulations.shockwave.predictor import (
     PredictorMode,
@@ -148,6 +149,8 @@ class Shockwave(Policy):
             (our option, e.g. 1e6: see "Large priorities" in the module docstring).
         reset_counter_on_completion: also reset the 8-round counter when a job completes
             (our option; Shockwave's code resets it only when it fires).
+        calibrate_profiles: Shockwave's profile calibration (module docstring; True, the
+            code's); False plans with the profile as given.
         options: solver options (HiGHS by default; the integral mode's MIP gap 1e-3 and time
             limit 15 s unless set here).
     """
@@ -155,12 +158,14 @@ class Shockwave(Policy):
     name = "shockwave"
     description = "Shockwave: Nash welfare of progress over a 20-round window, re-planned"
     workload_kind = "shockwave"
+    reads_batch_schedule = True
 
     def __init__(self, mode: NashMode = "integral", *, k: float = 1e-3, rho_max: float = 1.0,
                  lam: float = 12.0, window_rounds: int = WINDOW_ROUNDS,
                  reopt_rounds: int = REOPT_ROUNDS, predictor: PredictorMode = "shockwave",
                  finish_time_rows: bool = True, priority_cap: float | None = None,
                  reset_counter_on_completion: bool = False,
+                 calibrate_profiles: bool = True,
                  options: SolverOptions | None = None) -> None:
         super().__init__()
         if mode not in ("integral", "convex"):
@@ -185,6 +190,7 @@ class Shockwave(Policy):
                              field="priority_cap")
         self.priority_cap = priority_cap
         self.reset_counter_on_completion = reset_counter_on_completion
+        self.calibrate_profiles = calibrate_profiles
         self.options = options
         if mode == "convex":
             self.name = "shockwave_convex"
@@ -203,6 +209,10 @@ class Shockwave(Policy):
         self._last_round: int | None = None
         self.relaxed_solves = 0  # re-plans whose finish-time rows were infeasible
         self.overflowed_priorities = 0  # relaxed re-solves skipped: a priority overflowed
+        self._progress: dict[str, float] = {}  # epochs done when last seen
+        self._timeline: dict[str, list[tuple[int, float]]] = {}  # (round, epochs run in it)
+        self._scale: dict[str, float] = {}  # the profile calibration in force, per job
+        self._duration_scale: dict[str, float] = {}  # the factors of the current re-plan
         self.statuses: list[Status] = []  # every window solve's status, in order
 
     # ------------------------------------------------------------------ decide
@@ -220,9 +230,14 @@ class Shockwave(Policy):
         for js in arrived:
             self._jobs[js.id] = self._job(js)
             self._submit[js.id] = state.now
+            self._progress[js.id] = js.steps_done
         for job_id in completed:
             del self._jobs[job_id]
             self._series.pop(job_id, None)
+            for memory in (self._progress, self._timeline, self._scale):
+                memory.pop(job_id, None)
+        if self.calibrate_profiles:
+            self._measure(state)
         if self._since_reopt >= self.reopt_rounds or (
                 completed and self.reset_counter_on_completion):
             self._resolve = True
@@ -253,6 +268,28 @@ class Shockwave(Policy):
                    scale_factor=js.scale_factor, batch_schedule=list(js.batch_schedule),
                    regimes={str(b): t for b, t in js.regimes.items()})
 
+    # ------------------------------------------------------------------ calibration
+    def _measure(self, state: ClusterState) -> None:
+        """Add the round just run to the timeline of every job that ran in it: the epochs it
+        made then (Shockwave's throughput timeline, keyed by the global round index)."""
+        r = state.round_index
+        for js in state.active:
+            before = self._progress.get(js.id, js.steps_done)
+            if r > 0 and js.last_round_run == r - 1:
+                self._timeline.setdefault(js.id, []).append((r - 1, js.steps_done - before))
+            self._progress[js.id] = js.steps_done
+
+    def _calibrate(self, round_s: float) -> dict[str, float]:
+        """Every active job's calibration factor, recomputed from its timeline (Shockwave
+        calls ``calibrate_profiled_epoch_duration`` before every use of the profile)."""
+        if not self.calibrate_profiles:
+            return {}
+        for job_id, job in self._jobs.items():
+            self._scale[job_id] = calibrated_scale(
+                epoch_profile(job).seconds, self._timeline.get(job_id, []), round_s,
+                self._scale.get(job_id, 1.0))
+        return {j: v for j, v in self._scale.items() if v != 1.0}
+
     # ------------------------------------------------------------------ planning
     def _window(self, state: ClusterState, acc: str, gpus: int) -> Instance:
         jobs = [self._jobs[js.id].model_copy(update={"epochs_done": js.epochs_done})
@@ -263,14 +300,15 @@ class Shockwave(Policy):
                         params=Params(round_s=state.round_s, window_rounds=self.window_rounds,
                                       now_s=state.now))
 
-    def _record_targets(self, window: Instance, round_index: int, gpus: int) -> None:
+    def _record_targets(self, window: Instance, round_index: int, gpus: int,
+                        scale: dict[str, float]) -> None:
         """Append every job's equal-share finish time to its series (module docstring)."""
         phi = min(1.0, gpus / max(1, len(window.jobs)))
         for job in window.jobs:
             profile = epoch_profile(job)
             done = float(profile.seconds[: job.epochs_done].sum())
             rem = remaining_seconds(job, mode=self.predictor)
-            value = self._submit[job.id] + (done + rem) / phi
+            value = self._submit[job.id] + scale.get(job.id, 1.0) * (done + rem) / phi
             self._series.setdefault(job.id, []).append((round_index, value))
 
     def _solve(self, formulation: NashWelfare, window: Instance) -> Solution:
@@ -285,13 +323,16 @@ class Shockwave(Policy):
         window = self._window(state, acc, gpus)
         r = state.round_index
         targets: dict[str, float] = {}
+        scale = self._calibrate(state.round_s)
+        self._duration_scale = scale
         if self.finish_time_rows:
             if self._reestimate:
-                self._record_targets(window, r, gpus)
+                self._record_targets(window, r, gpus, scale)
                 self._reestimate = False
             targets = {j.id: momentum_finish_time(self._series[j.id], r) for j in window.jobs}
         first = NashWelfare(self.mode, k=self.k, predictor=self.predictor,
-                            finish_time_targets=targets or None, rho_max=self.rho_max)
+                            finish_time_targets=targets or None, rho_max=self.rho_max,
+                            duration_scale=scale)
         solution = self._solve(first, window)
         self.statuses.append(solution.status)
         data = first.window_data(window)
@@ -331,7 +372,8 @@ class Shockwave(Policy):
                         state.round_index, ", ".join(over))
             return np.zeros((len(data.ids), data.rounds))
         second = NashWelfare(self.mode, k=self.k, predictor=self.predictor,
-                             priorities=dict(zip(data.ids, priority.tolist(), strict=True)))
+                             priorities=dict(zip(data.ids, priority.tolist(), strict=True)),
+                             duration_scale=self._duration_scale)
         solution = self._solve(second, window)
         self.statuses.append(solution.status)
         if not solution.status.has_solution:

@@ -327,7 +327,8 @@ class NashWelfare(Formulation):
                  priorities: Mapping[str, float] | None = None,
                  convex_method: ConvexMethod = "exact",
                  epoch_tolerance: float = EPOCH_TOLERANCE,
-                 integral_method: IntegralMethod = "round_counts") -> None:
+                 integral_method: IntegralMethod = "round_counts",
+                 duration_scale: Mapping[str, float] | None = None) -> None:
         if mode not in ("convex", "integral"):
             raise InputError(f"unknown mode {mode!r} (convex or integral)", field="mode")
         self.mode: NashMode = mode
@@ -344,6 +345,12 @@ class NashWelfare(Formulation):
             raise InputError(f"unknown integral method {integral_method!r} (round_counts or "
                              "full)", field="integral_method")
         self.integral_method: IntegralMethod = integral_method
+        self.duration_scale = dict(duration_scale or {})
+        bad_scale = {j: v for j, v in self.duration_scale.items()
+                     if not (math.isfinite(v) and v > 0)}
+        if bad_scale:
+            raise InputError(f"duration scales must be finite and > 0, got {bad_scale}",
+                             field="duration_scale")
         if not (math.isfinite(epoch_tolerance) and epoch_tolerance > 0):
             raise InputError(f"must be > 0, got {epoch_tolerance!r}", field="epoch_tolerance")
         self.epoch_tolerance = epoch_tolerance
@@ -391,13 +398,18 @@ class NashWelfare(Formulation):
             phi = min(1.0, pool.count / max(1, len(jobs)))
             target = np.array([self.finish_time_targets.get(j.id, math.inf) for j in jobs])
             cap = phi * (self.rho_max * target - p.now_s - p.round_s * w)
+        # the profile calibration (Shockwave's calibrate_profiled_epoch_duration) scales
+        # every profiled epoch of a job, so d_j and Rem_j (both linear in them) scale alike
+        calibration = np.array([self.duration_scale.get(j.id, 1.0) for j in jobs])
         return WindowData(
             ids=[j.id for j in jobs], accelerator=acc, gpus=pool.count, rounds=w,
             round_s=p.round_s, epochs=epochs, done=done,
             scale=np.array([float(j.scale_factor) for j in jobs]),
             budget=np.array([j.weight for j in jobs]),
-            sec_per_epoch=np.array([seconds_per_epoch_estimate(j) for j in jobs]),
-            remaining_s=np.array([remaining_seconds(j, mode=self.predictor) for j in jobs]),
+            sec_per_epoch=calibration * np.array([seconds_per_epoch_estimate(j)
+                                                  for j in jobs]),
+            remaining_s=calibration * np.array([remaining_seconds(j, mode=self.predictor)
+                                                for j in jobs]),
             k=self.k, ftf_cap=cap,
             priority=(np.array([self.priorities.get(j.id, 1.0) for j in jobs])
                       if self.priorities else None))
