@@ -748,6 +748,12 @@ def _add_shockwave_table(which: Any, common: argparse.ArgumentParser) -> None:
                            help="throughput table of the traces' steps and seconds per epoch: "
                            "shockwave-tacc (default: Shockwave's measurements, the published "
                            "trace's) or gavel (Gavel's)")
+    shockwave.add_argument("--mechanism", choices=["gavel", "schedlab"], default="gavel",
+                           help="round mechanism (default: gavel, as Shockwave's simulator, "
+                           "which is Gavel's; schedlab: ours, docs/simulator.md)")
+    shockwave.add_argument("--resume-overhead", type=_nonnegative_float, default=20.0,
+                           metavar="S", help="seconds a job loses in a round it runs after "
+                           "missing one (default: 20, Shockwave's simulator; 0: none)")
     shockwave.set_defaults(handler=_cmd_tables_shockwave)
 
 
@@ -805,6 +811,8 @@ def _cmd_tables_shockwave(args: argparse.Namespace) -> int:
         settings = replace(settings, policies=sw.select_policies(args.policies))
     if args.throughputs:
         settings = replace(settings, throughputs=args.throughputs)
+    settings = replace(settings, mechanism=args.mechanism,
+                       resume_overhead_s=args.resume_overhead)
     return _run_table(args, sw, sw.shockwave_table, settings, out, "shockwave table")
 
 

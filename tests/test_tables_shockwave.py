@@ -47,12 +47,18 @@ def _csv(folder: Path) -> pd.DataFrame:
 
 
 def _rho_by_hand(num_jobs: int, gpus: int, seed: int, policy: str,
-                 throughputs: str = sw.DEFAULT_THROUGHPUTS
+                 throughputs: str = sw.DEFAULT_THROUGHPUTS, mechanism: str = "gavel",
+                 resume_overhead_s: float = sw.RESUME_OVERHEAD_S
                  ) -> tuple[list[float], list[float], float]:
     """An independent simulation: (JCT_j, rho_j = JCT_j / (t_j max(1, J/G)), makespan)."""
     instance = generate_shockwave_instance(num_jobs, {"v100": gpus}, seed,
                                            throughputs=throughputs)
-    result = simulate(instance, policy=get_policy(policy), seed=seed)
+    # the table's simulator settings (default: Shockwave's, Gavel's mechanism and 20 s)
+    from schedlab.analysis.sweep import _policy_for
+
+    result = simulate(instance, policy=_policy_for(policy, mechanism), seed=seed,
+                      mechanism=mechanism,  # type: ignore[arg-type]
+                      resume_overhead_s=resume_overhead_s)
     records = result.jobs
     assert all(r.finish is not None for r in records)
     jct = [r.finish - r.arrival for r in records]  # type: ignore[operator]
@@ -64,10 +70,12 @@ def _rho_by_hand(num_jobs: int, gpus: int, seed: int, policy: str,
 
 
 def _by_hand(num_jobs: int, gpus: int, seed: int, policy: str,
-             threshold: float = 1.05, throughputs: str = sw.DEFAULT_THROUGHPUTS
+             threshold: float = 1.05, throughputs: str = sw.DEFAULT_THROUGHPUTS,
+             mechanism: str = "gavel", resume_overhead_s: float = sw.RESUME_OVERHEAD_S
              ) -> dict[str, float]:
     """The four metrics from an independent simulation, computed over JobRecords."""
-    jct, rho, span = _rho_by_hand(num_jobs, gpus, seed, policy, throughputs)
+    jct, rho, span = _rho_by_hand(num_jobs, gpus, seed, policy, throughputs, mechanism,
+                                  resume_overhead_s)
     return {
         "makespan_s": span,
         "avg_jct_s": sum(jct) / len(jct),
@@ -177,8 +185,11 @@ def _settings(**changes: Any) -> sw.TableSettings:
 
 
 def test_two_seeds_aggregate_as_mean_and_sample_std(tmp_path: Path) -> None:
-    # Gavel's throughputs: their seed 27 has the job near the threshold checked below
-    table = sw.shockwave_table(_settings(seeds=(26, 27), throughputs="gavel"), tmp_path)
+    # Gavel's throughputs, schedlab's mechanism and no resume overhead: their seed 27 has the
+    # job near the threshold checked below
+    old = {"mechanism": "schedlab", "resume_overhead_s": 0.0}
+    table = sw.shockwave_table(_settings(seeds=(26, 27), throughputs="gavel", **old),
+                               tmp_path)
     sw.write_outputs(table, tmp_path)
     frame = _csv(tmp_path)
     assert table.reference == ("AlloX", "allox")
@@ -194,10 +205,10 @@ def test_two_seeds_aggregate_as_mean_and_sample_std(tmp_path: Path) -> None:
             assert std[key] == pytest.approx(statistics.stdev(values), rel=REL, abs=1e-12)
         # seed 27 re-derived by hand
         row27 = per_seed[per_seed["seed"] == 27].iloc[0]
-        for key, value in _by_hand(12, 4, 27, name, throughputs="gavel").items():
+        for key, value in _by_hand(12, 4, 27, name, throughputs="gavel", **old).items():
             assert row27[key] == pytest.approx(value, rel=REL)
     # the check can tell the threshold: Gandiva-fair on seed 27 has a job with 1 < rho <= 1.05
-    _, rho, _ = _rho_by_hand(12, 4, 27, "gandiva_fair", "gavel")
+    _, rho, _ = _rho_by_hand(12, 4, 27, "gandiva_fair", "gavel", "schedlab", 0.0)
     assert any(1.0 < v <= 1.05 for v in rho)
     allox = frame[(frame["policy"] == "allox") & (frame["stat"] == "seed")]
     assert (allox["makespan_s_ratio"] == 1.0).all()

@@ -14,7 +14,12 @@ Shockwave's published trace): the instance
 from :attr:`TableSettings.throughputs`, default ``shockwave-tacc``, Shockwave's own
 measurements, with which seed 25 is its published trace byte for byte), and for each policy
 of :attr:`TableSettings.policies` (label, registered name) one simulation
-``simulate(instance, policy=get_policy(name), seed=s)``.  A name that is not registered (yet)
+``simulate(instance, policy=..., seed=s, mechanism=..., resume_overhead_s=...)`` as
+Shockwave's simulator runs its policies: Gavel's round mechanism (``mechanism="gavel"``; a
+policy with a Gavel mechanism of its own is made with it) and a 20 s resume overhead for a
+job that runs after missing a round (:attr:`TableSettings.mechanism`,
+:attr:`TableSettings.resume_overhead_s`; ``mechanism="schedlab"`` and 0 give the table as it
+was before the 2026-12 fidelity work).  A name that is not registered (yet)
 is skipped with a logged warning; its row says "not available".
 
 **Metrics** of one (seed, policy) cell, from its per-job records (jobs j = 1..J, arrival a_j,
@@ -35,11 +40,11 @@ ratio whose reference value is 0 is undefined: NaN, and so is its mean).
 **Cache.**  Each finished cell is written, atomically, as ``cells/<policy>__seed<s>__<key>.json``
 in the output folder (its per-job arrival, finish and isolated time, the simulation's wall and
 solver seconds); a re-run reuses every cell whose file exists, so an interrupted table resumes
-where it stopped.  ``key`` is a digest of the instance, the throughput source, the policy name
-and the source of the code a simulation runs (every ``schedlab`` module outside
-``schedlab.analysis`` and the command line), so a cell computed by other code, on another
-trace or from another throughput table is never reused.  Metrics are computed from the cached
-records each time, never cached themselves.
+where it stopped.  ``key`` is a digest of the instance, the throughput source, the mechanism,
+the resume overhead, the policy name and the source of the code a simulation runs (every
+``schedlab`` module outside ``schedlab.analysis`` and the command line), so a cell computed
+by other code, on another trace or from another throughput table is never reused.  Metrics
+are computed from the cached records each time, never cached themselves.
 """
 
 from __future__ import annotations
@@ -91,6 +96,8 @@ REFERENCE_POLICY = "shockwave"
 #: Policies of the quick table (a subset of :data:`POLICIES`).
 QUICK_POLICY_NAMES: tuple[str, ...] = (
     "shockwave", "gavel.finish_time_fairness", "gavel.max_min_fairness", "allox")
+#: Shockwave's simulator charges a job that runs after missing a round 20 s (scheduler.py).
+RESUME_OVERHEAD_S = 20.0
 #: Shockwave's published trace is seed 25; the default table adds the next two seeds.
 DEFAULT_SEEDS: tuple[int, ...] = (25, 26, 27)
 #: Metrics of the table (key, label): seconds for the first two, ratios and fractions after.
@@ -128,7 +135,8 @@ class TableSettings:
     registered name) pairs in row order; ``workers`` simulations run at once in local
     processes (1: in this process); ``throughputs`` the shipped throughput table the traces'
     steps and seconds per epoch come from (``shockwave-tacc``, Shockwave's measurements, or
-    ``gavel``).
+    ``gavel``); ``mechanism`` and ``resume_overhead_s`` (s) the simulator's round mechanism
+    and resume overhead (Shockwave's simulator: Gavel's mechanism, 20 s).
     """
 
     num_jobs: int = 120
@@ -140,13 +148,17 @@ class TableSettings:
     unfair_threshold: float = metrics.DEFAULT_UNFAIR_THRESHOLD
     workers: int = 1
     throughputs: str = DEFAULT_THROUGHPUTS
+    mechanism: str = "gavel"
+    resume_overhead_s: float = RESUME_OVERHEAD_S
 
     def describe(self) -> str:
-        """One sentence: the workload, its throughput source and the seeds."""
+        """One sentence: the workload, its throughput source, the simulator's settings and
+        the seeds."""
         seeds = ", ".join(str(s) for s in self.seeds)
         return (f"{self.num_jobs} Shockwave jobs (mean arrival gap {self.mean_gap_s:g} s; "
                 f"{self.throughputs} throughputs) on {self.gpus} V100 GPUs, "
-                f"{self.round_s:g} s rounds, seed(s) {seeds}")
+                f"{self.round_s:g} s rounds, {self.mechanism} round mechanism, "
+                f"{self.resume_overhead_s:g} s resume overhead, seed(s) {seeds}")
 
 
 def quick_settings(**overrides: Any) -> TableSettings:
@@ -224,6 +236,8 @@ class Cell:
     seed: int
     instance: Instance
     key: str
+    mechanism: str = "gavel"
+    resume_overhead_s: float = RESUME_OVERHEAD_S
 
     @property
     def file_name(self) -> str:
@@ -299,10 +313,12 @@ def build_instance(settings: TableSettings, seed: int) -> Instance:
                                        throughputs=settings.throughputs)
 
 
-def cell_key(instance: Instance, policy: str, throughputs: str) -> str:
-    """12 hex digits naming a cell: the instance, its throughput source, the policy name, the
-    code and the format."""
+def cell_key(instance: Instance, policy: str, throughputs: str, mechanism: str = "gavel",
+             resume_overhead_s: float = RESUME_OVERHEAD_S) -> str:
+    """12 hex digits naming a cell: the instance, its throughput source, the simulator's
+    mechanism and resume overhead, the policy name, the code and the format."""
     text = json.dumps({"instance": instance.model_dump_json(), "throughputs": throughputs,
+                       "mechanism": mechanism, "resume_overhead_s": resume_overhead_s,
                        "policy": policy, "code": code_digest(), "format": CELL_FORMAT})
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
@@ -313,18 +329,23 @@ def plan_cells(settings: TableSettings, available: Sequence[str]) -> list[Cell]:
     workers do not leave one of them for the end."""
     instances = {seed: build_instance(settings, seed) for seed in settings.seeds}
     return [Cell(policy=name, seed=seed, instance=instances[seed],
-                 key=cell_key(instances[seed], name, settings.throughputs))
+                 key=cell_key(instances[seed], name, settings.throughputs,
+                              settings.mechanism, settings.resume_overhead_s),
+                 mechanism=settings.mechanism, resume_overhead_s=settings.resume_overhead_s)
             for name in available for seed in settings.seeds]
 
 
 def simulate_cell(cell: Cell) -> CellResult:
-    """Simulate the cell's policy on its instance (``seed`` handed to the policy)."""
-    from schedlab.policies.registry import get_policy
+    """Simulate the cell's policy on its instance (``seed`` handed to the policy) under the
+    cell's mechanism and resume overhead."""
+    from schedlab.analysis.sweep import _policy_for
     from schedlab.simulator import simulate
 
-    policy = get_policy(cell.policy)
+    policy = _policy_for(cell.policy, cell.mechanism)
     t0 = time.perf_counter()
-    result = simulate(cell.instance, policy=policy, seed=cell.seed)
+    result = simulate(cell.instance, policy=policy, seed=cell.seed,
+                      mechanism=cell.mechanism,  # type: ignore[arg-type]
+                      resume_overhead_s=cell.resume_overhead_s)
     wall = time.perf_counter() - t0
     frame = result.to_dataframe()[["job", "arrival", "finish", "isolated_time_s"]]
     gpus = sum(pool.count for pool in cell.instance.cluster.accelerators.values())
