@@ -18,11 +18,16 @@ Rows: sum_j s_j x[j,t] <= G (each round); d_j p_j <= L sum_t x[j,t] (each job). 
 
     sum_j B_j v_j / (W sum_j B_j)  -  k z,          k = 1e-3 per second by default.
 
-* **convex** (``mode="convex"``): v_j = log q_j exactly, by outer approximation: v_j is held
-  under tangents of log at a starting grid of q, the LP is solved, and tangents at the LP's
-  q_j are added until UB - LB <= 1e-7 max(1, |LB|), with UB the LP's optimum (the cuts
-  over-estimate the concave log, so UB bounds the convex problem) and LB the exact objective
-  of the LP's x.  ``optimal`` only when that gap closed.  The LP is one persistent matrix
+* **convex** (``mode="convex"``): v_j = log q_j exactly.  ``convex_method="exact"`` (default):
+  water-filling with a Lagrangian certificate (:mod:`~schedlab.formulations.shockwave.
+  waterfill`); ``optimal`` only when the planned epochs are proven within
+  ``epoch_tolerance`` (1e-4, relative) of the exact optimum.  ``"outer_approximation"``
+  (and any model with user constraints): v_j is held under tangents of log at a starting
+  grid of q, the LP is solved, and tangents at the LP's q_j are added until UB - LB <= 1e-7
+  max(1, |LB|), with UB the LP's optimum (the cuts over-estimate the concave log, so UB
+  bounds the convex problem) and LB the exact objective of the LP's x; ``optimal`` only when
+  that gap also proves the planned epochs within ``epoch_tolerance`` (the same
+  strong-concavity bound).  The LP is one persistent matrix
   model (:func:`~schedlab.solvers.matrix_model`, HiGHS by default, presolve off) built from
   the arrays of :func:`window_lp` with the rounds as one (a share a_j per job, x[j,t] = a_j:
   the same convex program, since only sum_t x[j,t] enters the objective and the W capacity
@@ -49,9 +54,16 @@ belongs to the online policy, not to this one-shot formulation.
 
 **Priorities** (``priorities``, default all 1): pi_j multiplies job j's log term, c_j =
 pi_j B_j / (W sum B) -- Shockwave's relaxed re-solve after infeasible finish-time rows, where
-pi_j = rho_j^lambda (:mod:`schedlab.policies.shockwave`).  The model's objective is divided by
-max(1, max pi) (the same optimum; rho^100 would otherwise leave floating range); the reported
-objective and bound are the window objective's.
+pi_j = rho_j^lambda (:mod:`schedlab.policies.shockwave`).  The objective goes to the solver as
+it stands, as Shockwave's code hands it to Gurobi: nothing is divided out (dividing by the
+largest priority pushed every other job's weight below the solver's tolerances and starved
+those jobs).  HiGHS reads a cost of 1e20 or more as infinite; every Shockwave model lifts
+that limit (``infinite_cost``).  A solve the solver cannot carry out on such weights ends
+without a plan and says so; the convex mode's exact method needs no LP.
+
+**Calibration** (``duration_scale``, {job: factor}): Shockwave's profile calibration scales
+every profiled epoch time of a job (:mod:`~schedlab.formulations.shockwave.calibration`), so
+d_j and Rem_j are multiplied by the job's factor.
 
 **Solution.**  ``allocation[j][type]`` = sum_t x[j,t] / W (the plan's average share; the
 checker verifies sum_j s_j share <= G); ``rounds`` = W lists of whole gangs (integral mode:
