@@ -11,6 +11,7 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -259,3 +260,24 @@ def test_calibration_scales_the_window_inputs() -> None:
                          duration_scale={"j0": 2.0}).window_data(inst)
     assert scaled.sec_per_epoch.tolist() == [120.0, 120.0]
     assert scaled.remaining_s.tolist() == [2 * plain.remaining_s[0], plain.remaining_s[1]]
+
+
+def test_the_policy_reads_whole_epochs() -> None:
+    """Shockwave's scheduler sets a job's progress to floor(steps / ceil(N / b)) whole epochs
+    (``scheduler.py`` line 2334).  One job of 10 epochs of 48 s on one GPU, rounds of 120 s:
+    after round 0 it has run 2.5 epochs, after round 1 five; the windows of rounds 1 and 2
+    see 2 and 5 epochs done."""
+    inst = instance_from_dict({
+        "name": "floor", "cluster": {"accelerators": {"v100": {"count": 1}}},
+        "params": {"round_s": 120.0, "window_rounds": 2},
+        "jobs": [{"id": "a", "epochs": 10, "batch_schedule": [32] * 10,
+                  "regimes": {"32": 48.0}, "throughput": {"v100": 1.0}}]})
+    seen: list[int] = []
+
+    class Every(Shockwave):
+        def _solve(self, formulation: NashWelfare, window: Instance) -> Any:
+            seen.append(window.jobs[0].epochs_done)
+            return super()._solve(formulation, window)
+
+    simulate(inst, policy=Every(reopt_rounds=1, finish_time_rows=False), max_rounds=3)
+    assert seen[:3] == [0, 2, 5]
