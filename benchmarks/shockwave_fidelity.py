@@ -23,7 +23,11 @@ Our side simulates the same jobs (``generate_shockwave_instance(120, seed=S,
 throughputs="shockwave-tacc")``, byte for byte the trace Shockwave's generator writes) on 32
 V100s with 120 s rounds and Shockwave's 20 s resume overhead (``resume_overhead_s``, the rule
 of its ``scheduler.py``): ``shockwave`` and ``shockwave_convex`` under schedlab's mechanism,
-the baselines under Gavel's (``mechanism="gavel"``; Shockwave's simulator is Gavel's).
+the baselines under Gavel's (``mechanism="gavel"``; Shockwave's simulator is Gavel's) with
+Shockwave's settings of it
+(:func:`~schedlab.analysis.tables.shockwave.shockwave_simulator_policy`: resets at most every
+1000 s, none on batch-size changes, AlloX's alpha 0.2) and its step accounting of
+batch-size changes (docs/simulator.md, "Shockwave's simulator").
 
 Printed per (seed, policy): makespan, average JCT, worst rho and the unfair fraction (rho >
 1.05; rho = JCT / (isolated time x max(1, 120 / 32)), the ``finish_time_fairness_list`` of
@@ -49,7 +53,7 @@ import numpy as np
 
 from schedlab.analysis import metrics
 from schedlab.analysis.safe_pickle import load_restricted
-from schedlab.analysis.sweep import _policy_for
+from schedlab.analysis.tables.shockwave import shockwave_simulator_policy
 from schedlab.simulator import simulate
 from schedlab.workloads.shockwave import CANONICAL_SEED, generate_shockwave_instance
 
@@ -123,7 +127,7 @@ def our_run(seed: int, policy: str) -> tuple[Numbers, dict[str, float], float]:
     instance = generate_shockwave_instance(NUM_JOBS, {"v100": GPUS}, seed=seed,
                                            throughputs="shockwave-tacc")
     t0 = time.perf_counter()
-    result = simulate(instance, policy=_policy_for(name, mechanism), seed=seed,
+    result = simulate(instance, policy=shockwave_simulator_policy(name, mechanism), seed=seed,
                       mechanism=mechanism,  # type: ignore[arg-type]
                       resume_overhead_s=RESUME_OVERHEAD_S, keep_rounds=False)
     wall = time.perf_counter() - t0

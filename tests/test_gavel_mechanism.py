@@ -30,6 +30,7 @@ class FakeJob:
     steps_done: float = 0.0
     time_on: dict[str, float] = field(default_factory=dict)
     executed_s: float = 0.0
+    overhead_s: float = 0.0
     throughput_version: int = 0
 
 

@@ -25,6 +25,10 @@ Round-based model (simplifications, as in Gavel's AlloX policy):
   1-GPU jobs enter the matching (alpha = 1: all).
 
 The matching is solved with :func:`scipy.optimize.linear_sum_assignment`.
+
+``mechanism="gavel"`` runs AlloX as Gavel's and Shockwave's code do instead: an allocation
+recomputed at the allocation resets of Gavel's round mechanism and realised by its priorities
+(:mod:`schedlab.policies.allox_gavel`).
 """
 
 from __future__ import annotations
@@ -34,10 +38,14 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from schedlab.errors import InputError
+from schedlab.formulations.gavel.rounds import GAVEL_RESET_INTERVAL_S, GavelRoundState
+from schedlab.policies.allox_gavel import allox_allocation
 from schedlab.policies.base import Policy
 from schedlab.policies.fifo import (
     FreeGpus,
@@ -112,21 +120,68 @@ class AlloX(Policy):
 
     Parameters: ``alpha`` in (0, 1], the fraction of the oldest waiting 1-GPU jobs that enter
     the matching (at least as many as there are free slots; default 1).  AlloX knows
-    throughputs: the processing time on each type is R_j / T[j,k].
+    throughputs: the processing time on each type is R_j / T[j,k].  ``mechanism``:
+    ``"schedlab"`` (default, the rules above) or ``"gavel"`` (AlloX as an allocation of
+    Gavel's round mechanism, :mod:`schedlab.policies.allox_gavel`; the simulator then also
+    follows Gavel's step accounting), with that mechanism's ``reset_interval_s`` and
+    ``reset_on_throughput_change`` (see :class:`~schedlab.policies.gavel.GavelPolicy`).
     """
 
     name = "allox"
     description = "AlloX: min total completion time matching of jobs to (GPU, position)"
 
-    def __init__(self, *, alpha: float = 1.0) -> None:
+    def __init__(self, *, alpha: float = 1.0,
+                 mechanism: Literal["schedlab", "gavel"] = "schedlab",
+                 reset_interval_s: float = GAVEL_RESET_INTERVAL_S,
+                 reset_on_throughput_change: bool = True) -> None:
         super().__init__()
         if not 0.0 < alpha <= 1.0:
             raise ValueError(f"alpha must be in (0, 1], got {alpha}")
+        if mechanism not in ("schedlab", "gavel"):
+            raise InputError(f"mechanism must be 'schedlab' or 'gavel', got {mechanism!r}",
+                             field="mechanism")
+        if not (math.isfinite(reset_interval_s) and reset_interval_s >= 0):
+            raise InputError(f"must be a number of seconds >= 0, got {reset_interval_s!r}",
+                             field="reset_interval_s")
         self.alpha = alpha
+        self.mechanism: Literal["schedlab", "gavel"] = mechanism
+        self.reset_interval_s = float(reset_interval_s)
+        self.reset_on_throughput_change = bool(reset_on_throughput_change)
+        self._rounds: GavelRoundState | None = None
+        self._previous: dict[str, dict[str, float]] = {}
+
+    def reset(self) -> None:
+        """Forget the previous run: counters, the round mechanism and the last allocation."""
+        super().reset()
+        self._rounds = None
+        self._previous = {}
+
+    def _decide_gavel(self, state: ClusterState) -> list[Assignment]:
+        """One round of Gavel's mechanism over AlloX's allocation (recomputed at resets)."""
+        types = state.cluster.types
+        gpus = {k: state.cluster.accelerators[k].count for k in types}
+        if self._rounds is None:
+            self._rounds = GavelRoundState(
+                types, [gpus[k] for k in types], state.round_s, seed=state.seed,
+                reset_interval_s=self.reset_interval_s,
+                reset_on_throughput_change=self.reset_on_throughput_change)
+        rounds = self._rounds
+        if rounds.observe(state.now, state.active):
+            t0 = time.perf_counter()
+            allocation = allox_allocation(state.active, types, gpus, state.now, self._previous,
+                                          self.alpha)
+            self.solver_time_s += time.perf_counter() - t0
+            self.solves += 1
+            self._previous = allocation
+            rounds.reset(state.now, {job_id: [row[k] for k in types]
+                                     for job_id, row in allocation.items()})
+        return [Assignment(job_id, k) for job_id, k in rounds.play(state.now, state.active)]
 
     def decide(self, state: ClusterState) -> list[Assignment]:
         """Keep running jobs; place gangs SPT; match 1-GPU jobs to free GPUs."""
         self.decisions += 1
+        if self.mechanism == "gavel":
+            return self._decide_gavel(state)
         types = state.cluster.types
         free = FreeGpus(state)
         out, waiting = keep_running(state, free)

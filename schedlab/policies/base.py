@@ -34,6 +34,10 @@ class Policy(ABC):
     #: whether ``decide`` reads ``state.arrays`` (:class:`~schedlab.policies.state.ActiveArrays`,
     #: columns of the active jobs); the simulator keeps them only for policies that say True
     uses_arrays: bool = False
+    #: whether ``decide`` reads dynamic jobs' ``batch_schedule`` and ``regimes`` (Shockwave's
+    #: policy); the simulator then keeps such jobs counted in epochs under
+    #: ``mechanism="gavel"`` instead of Shockwave's step rule (``simulate(shockwave_steps=)``)
+    reads_batch_schedule: bool = False
     #: whether ``decide`` reads the progress of the active JobStates (``steps_done``,
     #: ``executed_s``, ``attained_service_s``, ``time_on``, ``rounds_run``,
     #: ``last_round_run``); a policy that does not may say False, and the simulator's array

@@ -66,6 +66,7 @@ Two paths compute X:
 from __future__ import annotations
 
 import logging
+import math
 import time
 from operator import attrgetter
 from typing import Any, Literal
@@ -78,6 +79,7 @@ from schedlab.formulations.gavel import models as gavel_formulations
 from schedlab.formulations.gavel.data import GavelData, isolated_share
 from schedlab.formulations.gavel.hierarchical import Hierarchical
 from schedlab.formulations.gavel.rounds import (
+    GAVEL_RESET_INTERVAL_S,
     GavelRoundState,
     PriorityCandidates,
     choose_by_priority,
@@ -161,6 +163,14 @@ class GavelPolicy(Policy):
             recomputed only at resets at least 1920 s apart, priorities from the time received
             since the last reset, per-type queues); :func:`schedlab.simulator.simulate` then
             also follows Gavel's step accounting (it reads this attribute).  No space sharing.
+        reset_interval_s: under ``mechanism="gavel"``, the least time between allocation
+            resets, s: Gavel's 1920 s (default); Shockwave's copy of Gavel's scheduler
+            defaults to :data:`~schedlab.formulations.gavel.rounds.SHOCKWAVE_RESET_INTERVAL_S`
+            = 1000 s (``minimum_time_between_allocation_resets``, scheduler.py:104 at 8a44f4a).
+        reset_on_throughput_change: under ``mechanism="gavel"``, whether a job's new
+            throughput (a new batch size) makes an allocation reset due, as an arrival does
+            (default True); Shockwave's scheduler resets only on arrivals and finishes
+            (:class:`~schedlab.formulations.gavel.rounds.GavelRoundState`).
     """
 
     description = "Gavel formulation solved on each job-set change, realised by priorities"
@@ -180,6 +190,8 @@ class GavelPolicy(Policy):
         threads: int | None = None,
         lp_method: LpMethod = "auto",
         mechanism: Mechanism = "schedlab",
+        reset_interval_s: float = GAVEL_RESET_INTERVAL_S,
+        reset_on_throughput_change: bool = True,
     ) -> None:
         super().__init__()
         entries = formulations()
@@ -206,7 +218,12 @@ class GavelPolicy(Policy):
                              field="mechanism")
         if mechanism == "gavel" and entry.kwargs.get("space_sharing", False):
             raise InputError("mechanism='gavel' has no space sharing", field="mechanism")
+        if not (math.isfinite(reset_interval_s) and reset_interval_s >= 0):
+            raise InputError(f"must be a number of seconds >= 0, got {reset_interval_s!r}",
+                             field="reset_interval_s")
         self.mechanism: Mechanism = mechanism
+        self.reset_interval_s = float(reset_interval_s)
+        self.reset_on_throughput_change = bool(reset_on_throughput_change)
         self.name = formulation
         self.formulation = formulation
         self.resolve_every = resolve_every
@@ -370,7 +387,9 @@ class GavelPolicy(Policy):
                 if self.mechanism == "gavel":
                     self._gavel = GavelRoundState(
                         self.types, self._free, state.round_s,
-                        shuffle_types=not self.heterogeneity_aware, seed=state.seed)
+                        shuffle_types=not self.heterogeneity_aware, seed=state.seed,
+                        reset_interval_s=self.reset_interval_s,
+                        reset_on_throughput_change=self.reset_on_throughput_change)
             self._cluster = state.cluster
         if self._gavel is not None:
             return self._decide_gavel(state, self._gavel)

@@ -19,11 +19,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from schedlab.instance import Cluster
+
+if TYPE_CHECKING:
+    from schedlab.simulator.shockwave_steps import ShockwaveSteps
 
 #: ``ActiveArrays.last_round`` of a job that has not run.
 NEVER_RAN = -(2**62)
@@ -48,10 +52,14 @@ class JobState:
     regimes: dict[int, float] | None = None  # {batch size: s per epoch on the fastest type}
     type_speed: dict[str, float] | None = None  # epochs run k times as fast as on the fastest
     throughput_version: int = 0  # increases whenever ``throughput`` changes
+    # Shockwave's simulator's rule for the job (jobs of a Shockwave trace): the simulator
+    # counts the job in steps with it under mechanism="gavel" (shockwave_steps.py)
+    shockwave_steps: ShockwaveSteps | None = None
     # progress ---------------------------------------------------------------------------
     steps_done: float = 0.0
     attained_service_s: float = 0.0  # GPU-seconds received (Tiresias' 2D age: GPUs x time)
     executed_s: float = 0.0  # wall seconds spent running
+    overhead_s: float = 0.0  # of those, seconds lost to switch and resume overheads
     time_on: dict[str, float] = field(default_factory=dict)  # s run on each type
     rounds_run: int = 0
     start_time: float | None = None  # first time it ran

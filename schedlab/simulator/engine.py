@@ -109,6 +109,13 @@ from schedlab.simulator.placement import (
     mask_ids,
 )
 from schedlab.simulator.result import JobRecord, RoundRecord, RunRecord, SimulationResult
+from schedlab.simulator.shockwave_steps import (
+    after_failed_run,
+    after_run,
+    count_in_steps,
+    from_profile,
+    model_of,
+)
 
 log = logging.getLogger(__name__)
 
@@ -241,6 +248,11 @@ def _dynamic_job(instance: Instance, i: int, switch_overhead_s: float) -> JobSta
         steps_done=float(job.epochs_done),
     )
     js.throughput = js.current_throughput()
+    model = model_of(job.job_type)
+    if (job.adaptation in ("static", "accordion", "gns") and model is not None
+            and job.total_steps is not None):
+        js.shockwave_steps = from_profile(model, job.adaptation, job.scale_factor,
+                                          job.total_steps, job.throughput, regimes, schedule)
     return js
 
 
@@ -254,6 +266,7 @@ def _fresh_copies(jobs: Sequence[JobState], mode: Mode) -> list[JobState]:
             throughput=dict(js.throughput),
             colocated_throughput=copy.deepcopy(js.colocated_throughput),
             time_on=dict(js.time_on),
+            shockwave_steps=None if js.shockwave_steps is None else js.shockwave_steps.copy(),
         ))
         if js.batch_schedule is not None:  # throughput at the epoch the job is in
             out[-1].throughput = out[-1].current_throughput()
@@ -596,6 +609,7 @@ def _advance(
                 extra = min(extra, length - overhead)
                 overhead += extra
                 overhead_paid[js.id] = overhead_paid.get(js.id, 0.0) + extra
+                js.overhead_s += extra
                 steps = thr * (length - overhead)
         if js.batch_schedule is not None:  # dynamic adaptation: walk the epochs
             held, finished = _advance_epochs(js, acc, overhead, length, changed)
@@ -736,6 +750,7 @@ def _move(js: JobState, acc: str, job_mask: int, length: float, last_mask: dict[
         overhead = min(js.switch_overhead_s, length)
         js.migrations += 1
         overhead_paid[job_id] = overhead_paid.get(job_id, 0.0) + overhead
+        js.overhead_s += overhead
     js.last_accelerator = acc
     js.last_gpu_ids = mask_ids(job_mask)
     last_mask[job_id] = job_mask
@@ -782,21 +797,53 @@ def _advance_gavel(
         overhead = 0.0
         if prev != job_mask:
             overhead = _move(js, acc, job_mask, length, last_mask, overhead_paid)
-        if resume_s and js.last_round_run != round_index - 1 and round_index > 0:
-            extra = _resume_overhead(js, thr, acc, length, resume_s)
-            if extra:
-                extra = min(extra, length - overhead)
-                overhead += extra
-                overhead_paid[js.id] = overhead_paid.get(js.id, 0.0) + extra
+        resumed = bool(resume_s) and js.last_round_run != round_index - 1 and round_index > 0
+        rule = js.shockwave_steps
         if js.batch_schedule is not None:  # dynamic: epochs as in _advance (no whole steps)
+            if resumed:
+                extra = _resume_overhead(js, thr, acc, length, resume_s)
+                if extra:
+                    extra = min(extra, length - overhead)
+                    overhead += extra
+                    overhead_paid[js.id] = overhead_paid.get(js.id, 0.0) + extra
+                    js.overhead_s += extra
             held, finished = _advance_epochs(js, acc, overhead, length, changed)
         else:
+            if rule is not None:  # its steps/s change with its batch size
+                thr = js.throughput[acc]
             left = js.total_steps - js.steps_done
-            # whole steps (at least one, so a job slower than a step a round still moves)
-            steps = min(max(float(math.floor(thr * (length - overhead))), 1.0), left)
-            held = overhead + steps / thr
-            js.steps_done += steps
-            finished = steps >= left
+            if rule is not None and left <= 0:  # a switch left no steps: a failed run
+                held = overhead
+                outcome = after_failed_run(js)
+                finished = outcome == "failed"
+                if finished:  # removed, finished at the run's end: left / T <= 0 s
+                    held = max(overhead + left / thr, 0.0)
+                    js.steps_done = js.total_steps
+                elif outcome == "switched":
+                    changed.append(js)
+            else:
+                # whole steps (at least one, so a job slower than a step a round still moves)
+                steps = min(max(float(math.floor(thr * (length - overhead))), 1.0), left)
+                held = overhead + steps / thr
+                charged = 0.0
+                if resumed and steps / thr > length - RESUME_GRACE_S:
+                    # Shockwave (scheduler.py:1935-1970): the job keeps its GPUs for the
+                    # steps it was given, s / T seconds, and is credited
+                    # int(s (s/T - o_r) / (s/T)) of them
+                    charged = min(resume_s, steps / thr)
+                    run_s = steps / thr
+                    steps = float(int(steps * ((run_s - charged) / run_s)))
+                    overhead_paid[js.id] = overhead_paid.get(js.id, 0.0) + charged
+                    js.overhead_s += charged
+                js.steps_done += steps
+                finished = steps >= left
+                if rule is not None:
+                    outcome = after_run(js, held - overhead - charged, finished)
+                    finished = finished or outcome == "deadline"
+                    if outcome == "switched":
+                        changed.append(js)
+                    elif outcome is not None and finished:
+                        js.steps_done = js.total_steps
         end = now + held
         if finished:
             js.steps_done = js.total_steps
@@ -840,6 +887,7 @@ def simulate(
     keep_jobs: bool = True,
     on_job_done: Callable[[JobRecord], None] | None = None,
     engine: Engine = "auto",
+    shockwave_steps: bool | None = None,
 ) -> SimulationResult:
     """Simulate ``policy`` on ``jobs`` (JobStates, or an Instance) over ``cluster``.
 
@@ -886,6 +934,13 @@ def simulate(
             :data:`ARRAY_ENGINE_MIN_GPUS` GPUs, where rounds run enough jobs to repay the
             arrays' fixed cost per round.  The results are the same (the tests compare the
             two).
+        shockwave_steps: run the jobs of a Shockwave trace (dynamic jobs with
+            ``shockwave_steps`` set: an ``adaptation``, a known model, ``total_steps``) as
+            Shockwave's simulator does -- in whole steps at the current batch size, which
+            changes by its own rule, not by ``batch_schedule``
+            (:mod:`schedlab.simulator.shockwave_steps`).  None (default): on under
+            ``mechanism="gavel"`` unless the policy reads batch schedules
+            (``reads_batch_schedule``, Shockwave's own policy); requires ``"gavel"``.
 
     Returns:
         A :class:`~schedlab.simulator.result.SimulationResult`.
@@ -928,6 +983,16 @@ def simulate(
     _validate_jobs(workload, cluster, length)
     all_jobs = _prepared(workload, mode) if own else _fresh_copies(workload, mode)
     del workload  # the run's copies are all it needs (from an Instance: ~1 kB a job)
+    if shockwave_steps is None:
+        shockwave_steps = (mechanism == "gavel"
+                           and not getattr(policy, "reads_batch_schedule", False))
+    elif shockwave_steps and mechanism != "gavel":
+        raise InputError("shockwave_steps runs under mechanism='gavel' (Shockwave's simulator "
+                         "is Gavel's)", field="shockwave_steps")
+    if shockwave_steps:
+        for js in all_jobs:
+            if js.shockwave_steps is not None and js.batch_schedule is not None:
+                count_in_steps(js)
     if mechanism == "gavel":  # Gavel reads whole steps (int(total_steps))
         for js in all_jobs:
             js.total_steps = max(float(math.floor(js.total_steps)), 1.0)
@@ -1194,6 +1259,10 @@ def _run(
             del js
         if changed:  # a batch size changed: policies that re-solve on changes see it
             version += 1
+            for js in changed:  # a job counted in steps runs at its new steps/s
+                if js.shockwave_steps is not None and js.id in fits:
+                    fits[js.id] = _solo_units(js, counts)
+                    repeat_layout = None
             if columns is not None:
                 columns.view.throughput_changes += len(changed)
         previous = still
@@ -1333,6 +1402,9 @@ def _job_record(js: JobState, cluster: Cluster, overhead: float) -> JobRecord:
         regimes = js.regimes
         isolated = (math.fsum(regimes[b] for b in js.batch_schedule) / speed if speed > 0
                     else math.inf)
+    elif js.shockwave_steps is not None:  # counted in steps: the same profile seconds
+        speed = max((v for k, v in (js.type_speed or {}).items() if k in fits), default=0.0)
+        isolated = js.shockwave_steps.profile_s / speed if speed > 0 else math.inf
     return JobRecord(
         job=js.id,
         arrival=js.arrival,

@@ -16,7 +16,8 @@ measurements, with which seed 25 is its published trace byte for byte), and for 
 of :attr:`TableSettings.policies` (label, registered name) one simulation
 ``simulate(instance, policy=..., seed=s, mechanism=..., resume_overhead_s=...)`` as
 Shockwave's simulator runs its policies: Gavel's round mechanism (``mechanism="gavel"``; a
-policy with a Gavel mechanism of its own is made with it) and a 20 s resume overhead for a
+policy with a Gavel mechanism of its own is made with it, with Shockwave's settings of it,
+:func:`shockwave_simulator_policy`) and a 20 s resume overhead for a
 job that runs after missing a round (:attr:`TableSettings.mechanism`,
 :attr:`TableSettings.resume_overhead_s`; ``mechanism="schedlab"`` and 0 give the table as it
 was before the 2026-12 fidelity work).  A name that is not registered (yet)
@@ -218,6 +219,40 @@ def check_settings(settings: TableSettings) -> None:
                                f"{', '.join(THROUGHPUT_SOURCES)})", field="--throughputs")
 
 
+#: AlloX's fairness knob in Shockwave's runs (its ``scheduler/utils.py`` lines 606-611 make the
+#: "allox" policy with alpha = 0.2).
+SHOCKWAVE_ALLOX_ALPHA = 0.2
+
+
+def shockwave_simulator_policy(name: str, mechanism: str) -> Any:
+    """The registered policy ``name`` as Shockwave's simulator runs it.
+
+    Under ``mechanism="gavel"`` a policy with Gavel's round mechanism of its own is made with
+    it (:func:`~schedlab.analysis.sweep._policy_for`) and with Shockwave's settings of that
+    mechanism: allocations reset at most every
+    :data:`~schedlab.formulations.gavel.rounds.SHOCKWAVE_RESET_INTERVAL_S` (1000 s, its
+    ``scheduler.py`` line 104; Gavel's is 1920 s) and never because a batch size changed (its
+    change flags are cleared before they are read, lines 4706-4718); AlloX with alpha =
+    :data:`SHOCKWAVE_ALLOX_ALPHA`.  Other mechanisms: the policy as registered."""
+    import inspect
+
+    from schedlab.analysis.sweep import _policy_for
+    from schedlab.formulations.gavel.rounds import SHOCKWAVE_RESET_INTERVAL_S
+    from schedlab.policies.registry import get_policy
+
+    policy = _policy_for(name, mechanism)
+    if mechanism != "gavel":
+        return policy
+    params = inspect.signature(type(policy)).parameters
+    kwargs: dict[str, Any] = {}
+    if "reset_interval_s" in params and getattr(policy, "mechanism", None) == "gavel":
+        kwargs.update(mechanism="gavel", reset_interval_s=SHOCKWAVE_RESET_INTERVAL_S,
+                      reset_on_throughput_change=False)
+    if "alpha" in params and name == "allox":
+        kwargs["alpha"] = SHOCKWAVE_ALLOX_ALPHA
+    return get_policy(name, **kwargs) if kwargs else policy
+
+
 def is_available(name: str) -> bool:
     """Whether ``name`` is a registered policy."""
     from schedlab.policies.registry import POLICIES as REGISTRY
@@ -338,10 +373,9 @@ def plan_cells(settings: TableSettings, available: Sequence[str]) -> list[Cell]:
 def simulate_cell(cell: Cell) -> CellResult:
     """Simulate the cell's policy on its instance (``seed`` handed to the policy) under the
     cell's mechanism and resume overhead."""
-    from schedlab.analysis.sweep import _policy_for
     from schedlab.simulator import simulate
 
-    policy = _policy_for(cell.policy, cell.mechanism)
+    policy = shockwave_simulator_policy(cell.policy, cell.mechanism)
     t0 = time.perf_counter()
     result = simulate(cell.instance, policy=policy, seed=cell.seed,
                       mechanism=cell.mechanism,  # type: ignore[arg-type]

@@ -967,6 +967,8 @@ class PriorityCandidates:
 
 #: Gavel's ``minimum_time_between_allocation_resets`` (scheduler.py default), s.
 GAVEL_RESET_INTERVAL_S = 1920.0
+#: The same default in Shockwave's copy of Gavel's scheduler (scheduler.py:104 at 8a44f4a), s.
+SHOCKWAVE_RESET_INTERVAL_S = 1000.0
 
 
 class _JobLike(Protocol):
@@ -977,6 +979,7 @@ class _JobLike(Protocol):
     throughput: dict[str, float]
     steps_done: float
     executed_s: float
+    overhead_s: float
     throughput_version: int
 
 
@@ -1002,7 +1005,11 @@ class GavelRoundState:
       A reset first adds to every job's deficit ``X_old[j,k] (now - last_reset) -
       (job_time[j,k] - L/2)``, then sets ``job_time[j,k] = L/2`` for every active job and
       ``worker_time[k] = L/2 x (active jobs)``.  A job that arrived after the last reset starts
-      with ``job_time = L/2`` and is not in the allocation.
+      with ``job_time = L/2`` and is not in the allocation.  A job whose throughput changed
+      (a new batch size) also makes a reset due, unless ``reset_on_throughput_change`` is
+      False: Shockwave's copy of the scheduler sets its flag only on arrivals and finishes
+      (``_scale_bs_and_iters`` clears the batch-size flags before ``_done_callback`` reads
+      them, scheduler.py:4706-4718 at 8a44f4a).
     * *Priorities* (``_update_priorities``): ``X[j,k] / (job_time[j,k] / worker_time[k])``;
       0 when X = 0, when T[j,k] = 0, or when the job is not in the allocation; X 1e9 when
       worker_time[k] = 0.
@@ -1027,8 +1034,10 @@ class GavelRoundState:
         shuffle_types: bool = False,
         seed: int = 0,
         skip_zero_priority: bool = False,
+        reset_on_throughput_change: bool = True,
     ) -> None:
         self.types = list(types)
+        self.reset_on_throughput_change = reset_on_throughput_change
         self.gpus = [int(n) for n in gpus]
         self.half_round = float(round_s) / 2.0
         self.reset_interval_s = float(reset_interval_s)
@@ -1049,8 +1058,9 @@ class GavelRoundState:
         self.last_reset = 0.0
         self.need_update = False
         self.resets = 0
-        # what ran last round: (job, type index, steps done and seconds run before the round)
-        self._ran: list[tuple[_JobLike, int, float, float]] = []
+        # what ran last round: (job, type index, steps done, seconds run and overhead seconds
+        # before the round)
+        self._ran: list[tuple[_JobLike, int, float, float, float]] = []
         self._thr_version: dict[str, int] = {}  # throughput_version when _thr was read
         self._round_start = 0.0  # real start of the last round that ran jobs
         self._gavel_start = 0.0  # Gavel's current_round_start_time
@@ -1109,17 +1119,24 @@ class GavelRoundState:
         time, drop finished jobs, add arrivals; returns True when a reset is due (the caller
         then computes an allocation for ``active`` and calls :meth:`reset`)."""
         if self._ran:
-            # seconds each job ran: its steps / T, computed as Gavel does (exact ties stay ties)
-            held = [(js.steps_done - before) / js.throughput[self.types[k]]
-                    if js.throughput_version == self._thr_version.get(js.id)
-                    else js.executed_s - ran_s  # its throughput changed during the round
-                    for js, k, before, ran_s in self._ran]
+            # seconds each job held its GPUs (Gavel: steps / T, computed as Gavel does, so
+            # exact ties stay ties) and the overhead seconds it lost in them, which Gavel's
+            # copy in Shockwave does not credit (``execution_time -= preemption_overhead``)
+            held: list[float] = []
+            lost: list[float] = []
+            for js, k, before, ran_s, overhead_s in self._ran:
+                charged = js.overhead_s - overhead_s
+                if charged == 0 and js.throughput_version == self._thr_version.get(js.id):
+                    held.append((js.steps_done - before) / js.throughput[self.types[k]])
+                else:  # its throughput changed during the round, or it paid an overhead
+                    held.append(js.executed_s - ran_s)
+                lost.append(charged)
             end = self._round_start + max(held)
             if self._gavel_end is not None:
                 self._gavel_start = self._gavel_end
             self._gavel_end = end
-            for (js, k, _, _), seconds in zip(self._ran, held, strict=True):
-                self.credit(js.id, k, self._round_start + seconds - self._gavel_start)
+            for (js, k, *_), seconds, charged in zip(self._ran, held, lost, strict=True):
+                self.credit(js.id, k, self._round_start + seconds - self._gavel_start - charged)
             self._ran = []
         ids = {js.id for js in active}
         for job_id in self.active_ids:
@@ -1131,7 +1148,8 @@ class GavelRoundState:
                 self.add(js)
             elif js.throughput_version != versions[js.id]:  # e.g. a new batch size
                 self._read_throughput(js, self._slot[js.id])
-                self.need_update = True
+                if self.reset_on_throughput_change:
+                    self.need_update = True
         return self.need_update and (now - self.last_reset >= self.reset_interval_s
                                      or self.last_reset == 0.0)
 
@@ -1220,6 +1238,6 @@ class GavelRoundState:
 
     def record(self, now: float, ran: Sequence[tuple[_JobLike, int]]) -> None:
         """The jobs placed in the round starting at ``now`` (to credit at the next round)."""
-        self._ran = [(js, k, js.steps_done, js.executed_s) for js, k in ran]
+        self._ran = [(js, k, js.steps_done, js.executed_s, js.overhead_s) for js, k in ran]
         if ran:
             self._round_start = now

@@ -248,6 +248,17 @@ def _gap_at(c: FloatArray, done: FloatArray, w: FloatArray, p: FloatArray, mu: f
     return gap + k * left - float(nu @ (remaining_s - sec_per_epoch * p))
 
 
+#: A plan's p_j within this much (times max(1, P_j)) of an end of its box sits at that end.
+_END_TOLERANCE = 1e-9
+
+
+def _at_ends(p: FloatArray, lower: FloatArray, upper: FloatArray
+             ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """(p_j at its lower end, p_j at its upper end), to :data:`_END_TOLERANCE`."""
+    slack = _END_TOLERANCE * np.maximum(1.0, upper)
+    return p <= lower + slack, p >= upper - slack
+
+
 def _kkt_multipliers(slope: FloatArray, w: FloatArray, sec_per_epoch: FloatArray,
                      p: FloatArray, lower: FloatArray, upper: FloatArray,
                      attains: npt.NDArray[np.bool_], gpus: float, k: float,
@@ -262,8 +273,7 @@ def _kkt_multipliers(slope: FloatArray, w: FloatArray, sec_per_epoch: FloatArray
     n = len(p)
     idx = np.flatnonzero(attains)
     m = len(idx)
-    at_low = p <= lower * (1 + 1e-12) + 1e-15
-    at_up = p >= upper * (1 - 1e-12)
+    at_low, at_up = _at_ends(p, lower, upper)
     # columns: mu, nu (m), violation up (n), violation down (n)
     size = 1 + m + 2 * n
     a = np.zeros((n, size))
@@ -329,9 +339,10 @@ def _dual_gap(c: FloatArray, done: FloatArray, w: FloatArray, p: FloatArray, mu:
     to sum <= k, the rest of k given to attaining jobs at their upper end, where it costs
     nothing), and mu is refined by a golden-section search on log mu (g is convex in mu)."""
     slope = c / np.maximum(done + p, 1e-300)  # c_j / (e_j + p_j)
-    inside = (p > lower * (1 + 1e-12) + 1e-15) & (p < upper * (1 - 1e-12))
+    low_end, top_end = _at_ends(p, lower, upper)
+    inside = ~low_end & ~top_end
     attains = (remaining_s - sec_per_epoch * p >= left - 1e-9 * max(1.0, left)) & (k > 0)
-    at_top = attains & ~(p < upper * (1 - 1e-12))
+    at_top = attains & top_end
     count = max(int(attains.sum()), 1)
     prices = [mu]
     free = inside & ~attains
