@@ -210,6 +210,7 @@ class Shockwave(Policy):
         self.relaxed_solves = 0  # re-plans whose finish-time rows were infeasible
         self.overflowed_priorities = 0  # relaxed re-solves skipped: a priority overflowed
         self._progress: dict[str, float] = {}  # epochs done when last seen
+        self._overhead: dict[str, float] = {}  # overhead seconds paid when last seen
         self._timeline: dict[str, list[tuple[int, float]]] = {}  # (round, epochs run in it)
         self._scale: dict[str, float] = {}  # the profile calibration in force, per job
         self._duration_scale: dict[str, float] = {}  # the factors of the current re-plan
@@ -231,10 +232,11 @@ class Shockwave(Policy):
             self._jobs[js.id] = self._job(js)
             self._submit[js.id] = state.now
             self._progress[js.id] = js.steps_done
+            self._overhead[js.id] = js.overhead_s
         for job_id in completed:
             del self._jobs[job_id]
             self._series.pop(job_id, None)
-            for memory in (self._progress, self._timeline, self._scale):
+            for memory in (self._progress, self._overhead, self._timeline, self._scale):
                 memory.pop(job_id, None)
         if self.calibrate_profiles:
             self._measure(state)
@@ -270,14 +272,21 @@ class Shockwave(Policy):
 
     # ------------------------------------------------------------------ calibration
     def _measure(self, state: ClusterState) -> None:
-        """Add the round just run to the timeline of every job that ran in it: the epochs it
-        made then (Shockwave's throughput timeline, keyed by the global round index)."""
+        """Add the round just run to the timeline of every job that ran in it (Shockwave's
+        throughput timeline, keyed by the global round index): the epochs it made then, at
+        the rate it ran -- epochs / (L - o) x L when o seconds of the round went to a resume
+        or switch overhead, since the code measures steps over the execution time less the
+        overhead (``scheduler.py`` lines 1965-1968)."""
         r = state.round_index
+        length = state.round_s
         for js in state.active:
             before = self._progress.get(js.id, js.steps_done)
-            if r > 0 and js.last_round_run == r - 1:
-                self._timeline.setdefault(js.id, []).append((r - 1, js.steps_done - before))
+            lost = js.overhead_s - self._overhead.get(js.id, js.overhead_s)
+            if r > 0 and js.last_round_run == r - 1 and length - lost > 0:
+                made = (js.steps_done - before) * length / (length - lost)
+                self._timeline.setdefault(js.id, []).append((r - 1, made))
             self._progress[js.id] = js.steps_done
+            self._overhead[js.id] = js.overhead_s
 
     def _calibrate(self, round_s: float) -> dict[str, float]:
         """Every active job's calibration factor, recomputed from its timeline (Shockwave
