@@ -784,7 +784,9 @@ class NashWelfare(Formulation):
         epoch_bound = math.inf
         if closed:  # the objective's gap bounds the planned epochs (waterfill docstring)
             planned_now = data.planned_epochs(best_x.sum(axis=1))
-            epoch_bound = float(np.max(data.epochs * np.sqrt(
+            reach = data.done + np.minimum(data.epochs - data.done,
+                                           data.round_s * data.rounds / data.sec_per_epoch)
+            epoch_bound = float(np.max(reach * np.sqrt(
                 2.0 * max(upper - lower, 0.0) / data.weights) / np.maximum(planned_now, 1.0)))
         proven = closed and epoch_bound <= self.epoch_tolerance
         sol = self._blank(instance, Status.OPTIMAL if proven else Status.FEASIBLE)

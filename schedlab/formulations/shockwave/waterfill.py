@@ -39,12 +39,13 @@ are relaxed; z >= 0 with sum nu <= k adds nothing).  The gap g - f(p) is summed 
 (each term is >= 0), so it is not lost to cancellation between large numbers.
 
 **What ``optimal`` proves.**  The log part of f is strongly concave in q_j = (e_j + p_j)/E_j
-with modulus c_j (log'' = -1/q^2 <= -1 on q <= 1), and f is concave, so at the optimum p*
-every plan p has f(p*) - f(p) >= sum_j c_j (q_j - q*_j)^2 / 2, hence
+with modulus c_j / Q_j^2 on the plans' range q_j <= Q_j = (e_j + P_j) / E_j (log'' = -1/q^2),
+and f is concave, so at the optimum p* every plan p has
+f(p*) - f(p) >= sum_j c_j (q_j - q*_j)^2 / (2 Q_j^2), hence
 
 .. math::
 
-    |p_j - p^*_j| \le E_j \sqrt{2 (g - f(p)) / c_j}.
+    |p_j - p^*_j| \le (e_j + P_j) \sqrt{2 (g - f(p)) / c_j}.
 
 The mode says ``optimal`` only when this bound is at most ``epoch_tolerance`` (1e-4) times
 max(p_j, 1) for every job: the planned epochs are then proven within that relative
@@ -210,7 +211,7 @@ def solve_exact(c: FloatArray, epochs: FloatArray, done: FloatArray, scale: Floa
     gap = _dual_gap(c, done, w, p, mu, remaining_s, sec_per_epoch, lower, upper,
                     float(gpus), k, left)
     with np.errstate(divide="ignore", invalid="ignore"):
-        error = epochs * np.sqrt(2.0 * max(gap, 0.0) / c)
+        error = (done + upper) * np.sqrt(2.0 * max(gap, 0.0) / c)
     return ExactWindow(True, planned=p, longest_left_s=left, objective=value,
                        bound=value + max(gap, 0.0), epoch_error_bound=error)
 
@@ -245,7 +246,10 @@ def _gap_at(c: FloatArray, done: FloatArray, w: FloatArray, p: FloatArray, mu: f
         log_gain = np.where(base > 0, c * np.log1p((best - p) / np.where(base > 0, base, 1.0)),
                             np.inf)
     gap = float((log_gain - beta * (best - p)).sum()) + mu * (gpus - float(w @ p))
-    return gap + k * left - float(nu @ (remaining_s - sec_per_epoch * p))
+    # k left - sum nu_j (Rem_j - d_j p_j), as sum nu_j (left - slack_j) + (k - sum nu) left:
+    # every term >= 0, none the difference of two large numbers
+    slack = remaining_s - sec_per_epoch * p
+    return gap + float(nu @ (left - slack)) + (k - float(nu.sum())) * left
 
 
 #: A plan's p_j within this much (times max(1, P_j)) of an end of its box sits at that end.
