@@ -223,8 +223,8 @@ def test_unfair_threshold_is_the_settings(tmp_path: Path) -> None:
     assert row.values["unfair_fraction"] == pytest.approx(above / 12, rel=REL)
 
 
-def test_cached_cells_are_reused_without_simulating(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def count_simulations(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """The (policy, seed) of every cell simulated from now on (cached cells are not)."""
     calls: list[tuple[str, int]] = []
     real = sw.simulate_cell
 
@@ -233,6 +233,12 @@ def test_cached_cells_are_reused_without_simulating(
         return real(cell)
 
     monkeypatch.setattr(sw, "simulate_cell", counting)
+    return calls
+
+
+def test_cached_cells_are_reused_without_simulating(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = count_simulations(monkeypatch)
     settings = _settings(seeds=(25, 26))
     first = sw.shockwave_table(settings, tmp_path)
     assert sorted(calls) == sorted((p, s) for _, p in CHEAP for s in (25, 26))
@@ -269,14 +275,11 @@ def test_a_cell_of_another_throughput_source_is_not_reused(
     instance = sw.build_instance(_settings(), 25)
     assert sw.cell_key(instance, "allox", "gavel") != sw.cell_key(instance, "allox",
                                                                   "shockwave-tacc")
-    calls: list[tuple[str, int]] = []
-    real = sw.simulate_cell
-
-    def counting(cell: sw.Cell) -> sw.CellResult:
-        calls.append((cell.policy, cell.seed))
-        return real(cell)
-
-    monkeypatch.setattr(sw, "simulate_cell", counting)
+    # the simulator's settings are part of the key too
+    keys = {sw.cell_key(instance, "allox", "gavel", mechanism, overhead)
+            for mechanism in ("gavel", "schedlab") for overhead in (0.0, 20.0)}
+    assert len(keys) == 4
+    calls = count_simulations(monkeypatch)
     sw.shockwave_table(_settings(throughputs="gavel"), tmp_path)
     table = sw.shockwave_table(_settings(), tmp_path)
     assert calls == [(p, 25) for _, p in CHEAP] * 2

@@ -604,13 +604,8 @@ def _advance(
             overhead = _move(js, acc, job_mask, length, last_mask, overhead_paid)
             steps = thr * (length - overhead)
         if resume_s and js.last_round_run != round_index - 1 and round_index > 0:
-            extra = _resume_overhead(js, thr, acc, length, resume_s)
-            if extra:
-                extra = min(extra, length - overhead)
-                overhead += extra
-                overhead_paid[js.id] = overhead_paid.get(js.id, 0.0) + extra
-                js.overhead_s += extra
-                steps = thr * (length - overhead)
+            overhead = _charge_resume(js, thr, acc, length, resume_s, overhead, overhead_paid)
+            steps = thr * (length - overhead)
         if js.batch_schedule is not None:  # dynamic adaptation: walk the epochs
             held, finished = _advance_epochs(js, acc, overhead, length, changed)
             if not finished:
@@ -740,6 +735,20 @@ def _resume_overhead(js: JobState, thr: float, acc: str, length: float,
     return resume_s if work > length - RESUME_GRACE_S else 0.0
 
 
+def _charge_resume(js: JobState, thr: float, acc: str, length: float, resume_s: float,
+                   overhead: float, overhead_paid: dict[str, float]) -> float:
+    """The round's overhead once ``js``, which did not run in the previous round, has paid
+    its resume overhead (:func:`_resume_overhead`; the sum capped at the round length),
+    which is also added to what the job has paid."""
+    extra = _resume_overhead(js, thr, acc, length, resume_s)
+    if not extra:
+        return overhead
+    extra = min(extra, length - overhead)
+    overhead_paid[js.id] = overhead_paid.get(js.id, 0.0) + extra
+    js.overhead_s += extra
+    return overhead + extra
+
+
 def _move(js: JobState, acc: str, job_mask: int, length: float, last_mask: dict[str, int],
           overhead_paid: dict[str, float]) -> float:
     """Record that ``js`` runs on new GPUs ``job_mask`` of ``acc``; returns the switch
@@ -801,12 +810,8 @@ def _advance_gavel(
         rule = js.shockwave_steps
         if js.batch_schedule is not None:  # dynamic: epochs as in _advance (no whole steps)
             if resumed:
-                extra = _resume_overhead(js, thr, acc, length, resume_s)
-                if extra:
-                    extra = min(extra, length - overhead)
-                    overhead += extra
-                    overhead_paid[js.id] = overhead_paid.get(js.id, 0.0) + extra
-                    js.overhead_s += extra
+                overhead = _charge_resume(js, thr, acc, length, resume_s, overhead,
+                                          overhead_paid)
             held, finished = _advance_epochs(js, acc, overhead, length, changed)
         else:
             if rule is not None:  # its steps/s change with its batch size
