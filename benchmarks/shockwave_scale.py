@@ -1,4 +1,4 @@
-"""Shockwave's window problem at scale: convex (outer approximation) vs integral vs Clarabel.
+"""Shockwave's window problem at scale: convex (exact water-filling) vs integral vs Clarabel.
 
 Usage::
 
@@ -19,9 +19,10 @@ d_j differ between them.
 **Methods** (every time is wall seconds from the Instance object to the optimum, the instance
 generation not included; runs under 1 s are repeated three times and the fastest is kept):
 
-* ``convex``: ``shockwave.nash_welfare_convex`` (exact log by outer approximation on one LP,
-  HiGHS): status, wall time, LPs solved (``oa_iterations``), the relative gap between the
-  LP's bound and the exact objective of its plan;
+* ``convex``: ``shockwave.nash_welfare_convex`` (exact log, solved by water-filling with a
+  Lagrangian certificate, its default since 2026-12; the "LPs" column counts the outer
+  approximation's LPs and is 0 for it): status, wall time, the relative gap between its bound
+  and the exact objective of its plan;
 * ``integral``: ``shockwave.nash_welfare`` (Shockwave's piecewise-linear log, SOS2 MIP, HiGHS)
   with a 15 s time limit: status, wall time, the MIP's relative gap;
 * ``clarabel`` (the baseline): the same convex program written here independently in cvxpy,

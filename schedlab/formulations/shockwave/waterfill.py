@@ -47,6 +47,8 @@ f(p*) - f(p) >= sum_j c_j (q_j - q*_j)^2 / (2 Q_j^2), hence
 
     |p_j - p^*_j| \le (e_j + P_j) \sqrt{2 (g - f(p)) / c_j}.
 
+(Per job, the Lagrangian's own maximizer gives the same bound, or the linear gap / |s| where
+that maximizer sits at an end of its box with outward slope s; :func:`_epoch_error`.)
 The mode says ``optimal`` only when this bound is at most ``epoch_tolerance`` (1e-4) times
 max(p_j, 1) for every job: the planned epochs are then proven within that relative
 tolerance of the exact optimum, whatever the objective's scale.  Otherwise ``feasible``,
@@ -208,12 +210,40 @@ def solve_exact(c: FloatArray, epochs: FloatArray, done: FloatArray, scale: Floa
     _, p, mu = best
     value = _value(c, done, epochs, p, remaining_s, sec_per_epoch, k)
     left = float(max(0.0, (remaining_s - sec_per_epoch * p).max()))
-    gap = _dual_gap(c, done, w, p, mu, remaining_s, sec_per_epoch, lower, upper,
-                    float(gpus), k, left)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        error = (done + upper) * np.sqrt(2.0 * max(gap, 0.0) / c)
+    gap, price, nu = _dual_gap(c, done, w, p, mu, remaining_s, sec_per_epoch, lower, upper,
+                               float(gpus), k, left)
+    error = _epoch_error(c, done, w, p, price, nu, sec_per_epoch, lower, upper, max(gap, 0.0))
     return ExactWindow(True, planned=p, longest_left_s=left, objective=value,
                        bound=value + max(gap, 0.0), epoch_error_bound=error)
+
+
+def _epoch_error(c: FloatArray, done: FloatArray, w: FloatArray, p: FloatArray, mu: float,
+                 nu: FloatArray, sec_per_epoch: FloatArray, lower: FloatArray,
+                 upper: FloatArray, gap: float) -> FloatArray:
+    """A bound on |p_j - p*_j| per job from the certificate (module docstring).
+
+    The Lagrangian of (mu, nu) is a sum of one-job terms phi_j(p) = c_j log(e_j + p) -
+    beta_j p (beta_j = mu w_j - nu_j d_j), maximized by p^_j over the box, and its maximum is
+    the bound g.  At the optimum p*, g - L(p*) <= g - f(p*) <= gap, and every job's share of
+    g - L(p*) is >= 0, so phi_j(p^_j) - phi_j(p*_j) <= gap for each j.  phi_j is strongly
+    concave (modulus c_j / (e_j + P_j)^2), which gives |p*_j - p^_j| <= (e_j + P_j)
+    sqrt(2 gap / c_j); when p^_j is an end of the box where phi_j still rises outwards with
+    slope s, concavity gives the tighter |p*_j - p^_j| <= gap / |s|.  Add |p_j - p^_j|, and
+    keep the plan's own bound (e_j + P_j) sqrt(2 gap / c_j) where it is tighter."""
+    beta = mu * w - nu * sec_per_epoch
+    positive = beta > 0
+    best = np.where(positive, np.clip(c / np.where(positive, beta, 1.0) - done, lower,
+                                      upper), upper)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope = c / (done + best) - beta
+        curved = (done + upper) * np.sqrt(2.0 * gap / c)
+        low_end, top_end = _at_ends(best, lower, upper)
+        outward = np.where(low_end & (slope < 0), -slope,
+                           np.where(top_end & (slope > 0), slope, 0.0))
+        linear = np.where(outward > 0, gap / np.where(outward > 0, outward, 1.0), np.inf)
+    # the plan's own bound (strong concavity of f around p*, module docstring) or the
+    # Lagrangian maximizer's, whichever is tighter: both hold
+    return np.minimum(curved, np.abs(p - best) + np.minimum(curved, linear))
 
 
 def _value(c: FloatArray, done: FloatArray, epochs: FloatArray, p: FloatArray,
@@ -331,8 +361,10 @@ def _kkt_multipliers(slope: FloatArray, w: FloatArray, sec_per_epoch: FloatArray
 
 def _dual_gap(c: FloatArray, done: FloatArray, w: FloatArray, p: FloatArray, mu: float,
               remaining_s: FloatArray, sec_per_epoch: FloatArray, lower: FloatArray,
-              upper: FloatArray, gpus: float, k: float, left: float) -> float:
-    """The smallest g(mu, nu) - f(p) found (module docstring); any mu >= 0 and nu >= 0 with
+              upper: FloatArray, gpus: float, k: float,
+              left: float) -> tuple[float, float, FloatArray]:
+    """The smallest g(mu, nu) - f(p) found and its (mu, nu) (module docstring); any mu >= 0
+    and nu >= 0 with
     sum nu <= k bounds f, so the search only decides how tight the certificate is.
 
     nu lives on the jobs whose Rem_j - d_j p_j attains ``left`` (complementary slackness).
@@ -374,16 +406,22 @@ def _dual_gap(c: FloatArray, done: FloatArray, w: FloatArray, p: FloatArray, mu:
         return _gap_at(c, done, w, p, m, nu, remaining_s, sec_per_epoch, lower, upper, gpus,
                        k, left)
 
-    best = gap(0.0, even)
+    best = (gap(0.0, even), 0.0, even)
+
+    def keep(value: float, m: float, nu: FloatArray) -> None:
+        nonlocal best
+        if value < best[0]:
+            best = (value, m, nu)
+
     tries = [(price, nu) for price in dict.fromkeys(prices)
              if price > 0 and math.isfinite(price) for nu in (nu_for(price), even)]
     kkt = _kkt_multipliers(slope, w, sec_per_epoch, p, lower, upper, attains, gpus, k, left)
     if kkt is not None:
-        best = min(best, gap(*kkt))
+        keep(gap(*kkt), *kkt)
         if kkt[0] > 0:
             tries.insert(0, kkt)
     for price, nu in tries:
-        best = min(best, gap(price, nu))
+        keep(gap(price, nu), price, nu)
         a, b = math.log(price) - 1.0, math.log(price) + 1.0
         x1, x2 = b - _GOLDEN * (b - a), a + _GOLDEN * (b - a)
         g1, g2 = gap(_exp(x1), nu), gap(_exp(x2), nu)
@@ -398,7 +436,8 @@ def _dual_gap(c: FloatArray, done: FloatArray, w: FloatArray, p: FloatArray, mu:
                 g2 = gap(_exp(x2), nu)
             if b - a <= 1e-14:
                 break
-        best = min(best, g1, g2)
+        keep(g1, _exp(x1), nu)
+        keep(g2, _exp(x2), nu)
     return best
 
 
