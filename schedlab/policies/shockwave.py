@@ -43,6 +43,15 @@ rerank_rounds` (``rank_in_schedule_jobs``).  Finally every round's idle GPUs are
 ``mode="convex"`` our exact variant (exact log by outer approximation, rounded gangs; the
 re-placement then acts on the rounded gangs).
 
+**Profile calibration** (``calibrate_profiles``, on: the code's).  Before every use of a job's
+profile (targets, d_j, Rem_j, priorities) Shockwave's ``JobMetaData.
+calibrate_profiled_epoch_duration`` compares what the job ran with what its profile predicts
+over the same time and, beyond 40%, scales every profiled epoch time
+(:mod:`~schedlab.formulations.shockwave.calibration`).  The policy records the code's
+throughput timeline -- per global round the job ran, the epochs it made, at the rate it ran
+(a round's resume or switch overhead excluded, as the code measures steps over the execution
+time less the overhead) -- and hands the factors to the window problem as ``duration_scale``.
+
 **Honest fallbacks.**  A solve that ends with no plan for another reason than infeasibility
 (an error, a time limit without incumbent) counts in ``failed_solves``, is logged, and the
 round plan is the idle-GPU fill alone (Shockwave's code would stop there).  A failed
