@@ -134,8 +134,11 @@ def relaxed_priorities(now: float, remaining_s: FloatArray, targets: FloatArray,
                        round_s: float, rho_max: float, lam: float) -> FloatArray:
     """priority_j = rho_j^lambda when rho_j > rho_max (rho_j^100 when Rem_j < L), else 1, with
     rho_j = (now + Rem_j / phi) / FT_j (``relax_finish_time_constraints``).  A power that
-    overflows float64 is ``inf`` (never capped here: the caller says so)."""
-    rho = (now + remaining_s / phi) / targets
+    overflows float64 is ``inf`` (never capped here: the caller says so).  A target of 0 s
+    gives rho = inf (or NaN when the numerator is 0 too, which is not above rho_max), as the
+    code's numpy division does."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = (now + remaining_s / phi) / targets
     power = np.where(remaining_s < round_s, NEAR_FINISH_POWER, lam)
     with np.errstate(over="ignore"):
         raised = np.power(rho, power)
