@@ -166,7 +166,7 @@ class GavelPolicy(Policy):
         reset_interval_s: under ``mechanism="gavel"``, the least time between allocation
             resets, s: Gavel's 1920 s (default); Shockwave's copy of Gavel's scheduler
             defaults to :data:`~schedlab.formulations.gavel.rounds.SHOCKWAVE_RESET_INTERVAL_S`
-            = 1000 s (``minimum_time_between_allocation_resets``, scheduler.py:104 at 8a44f4a).
+            = 1000 s (``minimum_time_between_allocation_resets``, scheduler.py:101 at 8a44f4a).
         reset_on_throughput_change: under ``mechanism="gavel"``, whether a job's new
             throughput (a new batch size) makes an allocation reset due, as an arrival does
             (default True); Shockwave's scheduler resets only on arrivals and finishes

@@ -832,7 +832,7 @@ def _advance_gavel(
                 held = overhead + steps / thr
                 charged = 0.0
                 if resumed and steps / thr > length - RESUME_GRACE_S:
-                    # Shockwave (scheduler.py:1935-1970): the job keeps its GPUs for the
+                    # Shockwave (scheduler.py:1936-1968): the job keeps its GPUs for the
                     # steps it was given, s / T seconds, and is credited
                     # int(s (s/T - o_r) / (s/T)) of them
                     charged = min(resume_s, steps / thr)

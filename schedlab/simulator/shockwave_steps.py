@@ -10,11 +10,11 @@ from the epochs it has started.  With N the model's samples per epoch
 
     \text{steps per epoch}(b) = \lceil N / b \rceil, \qquad
     e(S, b) = \lceil S / \lceil N / b \rceil \rceil \quad (\texttt{\_get\_num\_epochs},
-    \text{scheduler.py:4726})
+    \text{scheduler.py:4723})
 
 **Requests** (made at every round boundary from the progress then, so from the progress the
-job had before its next run; ``_simulate_gns`` scheduler.py:1607, ``_simulate_accordion``
-scheduler.py:1661):
+job had before its next run; ``_simulate_gns`` scheduler.py:1604, ``_simulate_accordion``
+scheduler.py:1658):
 
 * GNS: *grow* when g[e] > b or g[e + 1] > b, g being the GNS pattern of (model, b0, scale
   factor) over max(760, e + 2) epochs and b below the model's cap.
@@ -23,7 +23,7 @@ scheduler.py:1661):
   (:data:`SIMULATOR_CRITICAL`) are not the profile's: no 30% warm-up, no Recommendation
   windows, ResNet-50's period without end.
 
-**Switches** (``_scale_bs_and_iters``, scheduler.py:4734, called when the job's next run
+**Switches** (``_scale_bs_and_iters``, scheduler.py:4731, called when the job's next run
 completes, after its steps are counted): rejected when b0 is Accordion's largest batch size of
 the model (or the new size has no throughput); GNS doubles b, Accordion grows to its largest
 size or shrinks to b0.  With b' the new size, total T and run S steps:
@@ -37,12 +37,12 @@ size or shrinks to b0.  With b' the new size, total T and run S steps:
 
 so epochs are kept and a started epoch counts as done.  The throughput becomes that of b'.
 
-**Deadline** (``_done_callback``, scheduler.py:4378-4391 and 4628): a job whose useful run time
+**Deadline** (``_done_callback``, scheduler.py:4375-4396 and 4625): a job whose useful run time
 (seconds run less resume overheads) exceeds int(1.5 x its profile's duration) is finished after
 that run.
 
-**Failed runs** (``_done_callback`` scheduler.py:4520-4560, ``MAX_FAILED_ATTEMPTS`` = 5,
-scheduler.py:56): a switch can leave S' >= T' (a started last epoch counts as done); such a
+**Failed runs** (``_done_callback`` scheduler.py:4517-4557, ``MAX_FAILED_ATTEMPTS`` = 5,
+scheduler.py:53): a switch can leave S' >= T' (a started last epoch counts as done); such a
 job is not finished, and each later run makes no progress; the fifth consecutive one removes
 it, finished at that run's start plus (T' - S') / throughput s.
 """
@@ -80,7 +80,7 @@ ACCORDION_MIN_BATCH_SIZE: Mapping[str, int] = {
 
 def simulator_critical(model: str, initial_batch_size: int, epoch: int) -> bool:
     """Whether ``epoch`` (as :func:`epoch_of` counts) is in Accordion's critical regime in
-    Shockwave's simulator (``_simulate_accordion``, scheduler.py:1676-1698):
+    Shockwave's simulator (``_simulate_accordion``, scheduler.py:1673-1695):
 
     * ResNet-18: e < 20 if b0 = 256 else 10, or 150 <= e < 160, or 250 <= e < 260;
     * ResNet-50: e mod 30 < 10;  LM: e < 10;

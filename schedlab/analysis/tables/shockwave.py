@@ -231,8 +231,8 @@ def shockwave_simulator_policy(name: str, mechanism: str) -> Any:
     it (:func:`~schedlab.analysis.sweep._policy_for`) and with Shockwave's settings of that
     mechanism: allocations reset at most every
     :data:`~schedlab.formulations.gavel.rounds.SHOCKWAVE_RESET_INTERVAL_S` (1000 s, its
-    ``scheduler.py`` line 104; Gavel's is 1920 s) and never because a batch size changed (its
-    change flags are cleared before they are read, lines 4706-4718); AlloX with alpha =
+    ``scheduler.py`` line 101; Gavel's is 1920 s) and never because a batch size changed (its
+    change flags are cleared before they are read, lines 4703-4715); AlloX with alpha =
     :data:`SHOCKWAVE_ALLOX_ALPHA`.  Other mechanisms: the policy as registered."""
     import inspect
 

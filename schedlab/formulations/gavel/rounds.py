@@ -967,7 +967,7 @@ class PriorityCandidates:
 
 #: Gavel's ``minimum_time_between_allocation_resets`` (scheduler.py default), s.
 GAVEL_RESET_INTERVAL_S = 1920.0
-#: The same default in Shockwave's copy of Gavel's scheduler (scheduler.py:104 at 8a44f4a), s.
+#: The same default in Shockwave's copy of Gavel's scheduler (scheduler.py:101 at 8a44f4a), s.
 SHOCKWAVE_RESET_INTERVAL_S = 1000.0
 
 
@@ -1009,7 +1009,7 @@ class GavelRoundState:
       (a new batch size) also makes a reset due, unless ``reset_on_throughput_change`` is
       False: Shockwave's copy of the scheduler sets its flag only on arrivals and finishes
       (``_scale_bs_and_iters`` clears the batch-size flags before ``_done_callback`` reads
-      them, scheduler.py:4706-4718 at 8a44f4a).
+      them, scheduler.py:4703-4715 at 8a44f4a).
     * *Priorities* (``_update_priorities``): ``X[j,k] / (job_time[j,k] / worker_time[k])``;
       0 when X = 0, when T[j,k] = 0, or when the job is not in the allocation; X 1e9 when
       worker_time[k] = 0.
