@@ -2,7 +2,7 @@ r"""Shockwave's profile calibration: scale a job's profiled epoch times when wha
 differs from what its profile predicts by more than 40%.
 
 Shockwave's ``JobMetaData.calibrate_profiled_epoch_duration`` (``scheduler/JobMetaData.py``,
-lines 225-283 at commit 8a44f4a) is called before every use of a job's epoch times (the
+lines 225-288 at commit 8a44f4a) is called before every use of a job's epoch times (the
 finish-time targets, ``interpolate_epoch_duration`` and the remaining-time predictor,
 ``scheduler/shockwave.py`` lines 101, 323 and 863).  It reads the job's throughput timeline --
 one entry per round r the job ran, keyed by the global round index -- and compares:
