@@ -13,6 +13,9 @@ fills:
   barriers, capacity at every instant);
 * :func:`check_groups` - merged Titan task groups (same base model, not started, task
   similarity at least the threshold, members start together);
+* :func:`schedlab.check_titan.check_titan_schedule` - Titan entries: GPU counts within what
+  the task (or its merged pair) can use, durations from the speed model (the task's or the
+  merged pair's profile at the entry's GPUs), members of a merged pair run as one job;
 * :func:`check_objective` - the claimed ``objective`` against the one re-derived from the
   allocation or schedule by the formulation's own
   :meth:`~schedlab.formulations.base.Formulation.objective_of` (plain numpy, never the
@@ -31,6 +34,7 @@ from itertools import pairwise
 import numpy as np
 import numpy.typing as npt
 
+from schedlab.check_titan import check_titan_schedule
 from schedlab.errors import UnknownNameError
 from schedlab.instance import Instance, Job, SaturnConfig
 from schedlab.registry import get_formulation
@@ -55,6 +59,7 @@ def check(instance: Instance, solution: Solution, *, tol: float = 1e-6) -> list[
         violations += check_rounds(instance, solution, tol=tol)
     if solution.schedule:
         violations += check_schedule(instance, solution, tol=tol)
+        violations += check_titan_schedule(instance, solution, tol=tol)
     if solution.groups:
         violations += check_groups(instance, solution, tol=tol)
     violations += check_objective(instance, solution)

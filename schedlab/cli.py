@@ -131,9 +131,10 @@ def build_parser() -> argparse.ArgumentParser:
     solve = sub.add_parser("solve", parents=[common], help="solve an instance file",
                            description="Build, solve and check a formulation on an instance.")
     solve.add_argument("file", metavar="FILE", help="instance file (.json, .yaml, .json.gz)")
-    solve.add_argument("-f", "--formulation", default=DEFAULT_FORMULATION, metavar="NAME",
-                       help=f"registered formulation (default: {DEFAULT_FORMULATION}); "
-                       "see 'schedlab formulations'")
+    solve.add_argument("-f", "--formulation", metavar="NAME",
+                       help=f"registered formulation (default: {DEFAULT_FORMULATION}, when the "
+                       "instance has the fields it needs; otherwise the error names the "
+                       "formulations that accept the instance); see 'schedlab formulations'")
     solve.add_argument("--solver", default="highs", metavar="NAME",
                        help="highs (default) or gurobi (pip install 'schedlab[gurobi]')")
     solve.add_argument("--time-limit", type=_positive_float, metavar="S",
@@ -290,8 +291,10 @@ def _console() -> Console:
 
     Lines are never wrapped (``soft_wrap``), so one result stays one line for grep; when
     stdout is not a terminal, tables get a wide fixed width instead of rich's default 80.
+    Text is printed as it is, never read as rich markup: a reason such as gloo's
+    ``[/tmp/x]`` is data, not a closing tag.
     """
-    console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    console = Console(file=sys.stdout, highlight=False, soft_wrap=True, markup=False)
     if not console.is_terminal:
         console.width = max(console.width, PIPE_WIDTH)
     return console
@@ -347,7 +350,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     from schedlab.solvers import PersistentSolver, SolverOptions
 
     # Cheap checks first, so a typo fails before a large model is built.
-    get_formulation(args.formulation)
+    if args.formulation is not None:
+        get_formulation(args.formulation)
     PersistentSolver(SolverOptions(solver=args.solver))
     out = Path(args.out) if args.out else None
     if out is not None and out.is_dir():
@@ -358,6 +362,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     instance = load_instance(args.file)
     load_s = time.perf_counter() - t0
     log.info("loaded %s: %d jobs in %.3f s", args.file, len(instance.jobs), load_s)
+    if args.formulation is None:
+        args.formulation = _default_formulation(instance, args.file)
 
     try:
         if args.partitions != 1:
@@ -383,7 +389,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
 
     if out is not None:
         try:
-            solution.save(out)
+            _with_finite_numbers(solution).save(out)
         except OSError as exc:
             raise InputError(f"cannot write: {exc.strerror or exc}", file=str(out),
                              field="--out") from None
@@ -398,6 +404,55 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         _print_violations(console, solution.violations)
         return EXIT_FAILURE
     return EXIT_OK if solution.status.has_solution else EXIT_FAILURE
+
+
+def _default_formulation(instance: Any, file: str) -> str:
+    """:data:`DEFAULT_FORMULATION` when it accepts ``instance`` (its ``validate`` hook passes);
+    otherwise an error naming the registered formulations that do accept it."""
+    from schedlab.registry import formulations, get_formulation
+
+    try:
+        get_formulation(DEFAULT_FORMULATION).validate(instance)
+        return DEFAULT_FORMULATION
+    except InputError as exc:
+        refusal = exc.reason
+    accepting = []
+    for name in formulations():
+        try:
+            get_formulation(name).validate(instance)
+        except Exception:  # a refusal, or a broken plugin: not a candidate
+            continue
+        accepting.append(name)
+    hint = (f"pass --formulation with one that accepts it: {', '.join(accepting)}" if accepting
+            else "no registered formulation accepts it")
+    raise InputError(f"no --formulation given and the default {DEFAULT_FORMULATION} refuses "
+                     f"this instance ({refusal}); {hint}", file=file, field="--formulation")
+
+
+def _with_finite_numbers(solution: Any) -> Any:
+    """``solution`` fit for a JSON file, which has no NaN or infinity: a non-finite
+    objective, bound, gap or top-level metric becomes null, and a diagnostic says which and
+    why (e.g. ``min_makespan`` stopped at a time limit before any finite allocation: the
+    objective is inf).  The solution itself is left as it is."""
+    update: dict[str, Any] = {}
+    notes = []
+    for name in ("objective", "bound", "gap"):
+        value = getattr(solution, name)
+        if value is not None and not math.isfinite(value):
+            update[name] = None
+            notes.append(f"{name} {value}")
+    metrics = dict(solution.metrics)
+    for key, value in solution.metrics.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            metrics[key] = None
+            notes.append(f"metrics.{key} {value}")
+    if not notes:
+        return solution
+    update["metrics"] = metrics
+    update["diagnostics"] = [*solution.diagnostics, (
+        f"written as null, not finite numbers ({', '.join(notes)}): status "
+        f"{solution.status.value}, no finite value was found")]
+    return solution.model_copy(update=update)
 
 
 def _solve_pop(args: argparse.Namespace, instance: Any) -> Any:
@@ -697,8 +752,9 @@ def _cmd_tables_saturn(args: argparse.Namespace) -> int:
                        sigma=args.sigma,
                        seeds=tuple(range(args.seeds)) if args.seeds else base.seeds,
                        restart_cost_s=args.restart_cost)
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=Console(stderr=True),
+    progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(),
+                        MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=Console(stderr=True, markup=False),
                         disable=args.quiet, transient=True)
     with progress:
         task = progress.add_task("saturn table", total=st.steps(len(instances), settings))
@@ -782,9 +838,9 @@ def _run_table(args: argparse.Namespace, module: Any, build: Callable[..., Any],
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     started = datetime.datetime.now(datetime.UTC)
-    stderr = Console(stderr=True)
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=stderr,
+    stderr = Console(stderr=True, markup=False)
+    progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(),
+                        MofNCompleteColumn(), TimeElapsedColumn(), console=stderr,
                         disable=args.quiet or not stderr.is_terminal, transient=True)
     with progress:
         task = progress.add_task(title, total=module.cells_count(settings))

@@ -34,13 +34,15 @@ from pydantic import (
 from schedlab.atomic import write_bytes_atomic
 from schedlab.colocation import Colocation, ColocationError, colocation_of
 from schedlab.defaults import ROUND_S, UNFAIR_THRESHOLD
+from schedlab.documents import MAX_FILE_BYTES as MAX_FILE_BYTES  # re-exported
+from schedlab.documents import read_document
 from schedlab.errors import InputError
 from schedlab.gcpause import gc_paused
 
 INSTANCE_SCHEMA = "schedlab/instance@1"
 
-#: Bounds checked before anything is allocated from a file's sizes and counts.
-MAX_FILE_BYTES = 512 * 1024 * 1024
+#: Bounds checked before anything is allocated from a file's sizes and counts (the file's
+#: own bounds, MAX_FILE_BYTES and the nesting and literal limits, are in schedlab.documents).
 MAX_GPUS_PER_TYPE = 1_000_000
 MAX_JOBS = 2_000_000
 #: Co-location entries from which validation checks them on arrays (fewer: per entry).
@@ -657,48 +659,6 @@ def _bound_sizes(data: dict[str, Any], source: str) -> None:
     jobs = data.get("jobs")
     if isinstance(jobs, list) and len(jobs) > MAX_JOBS:
         raise InputError(f"{len(jobs)} jobs exceed the limit {MAX_JOBS}", file=source, field="jobs")
-
-
-def _parse_text(text: str, path: Path) -> Any:
-    if path.suffix.lower() in {".yaml", ".yml"}:
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"line {mark.line + 1}" if mark is not None else "somewhere"
-            raise InputError(f"invalid YAML at {where}: {getattr(exc, 'problem', exc)}",
-                             file=str(path)) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", file=str(path)
-        ) from None
-
-
-def read_document(path: str | Path) -> Any:
-    """Read a JSON or YAML file with safe loaders; errors name the file."""
-    p = Path(path)
-    if not p.exists():
-        raise InputError("no such file", file=str(p))
-    if p.is_dir():
-        raise InputError("is a directory, not a file", file=str(p))
-    size = p.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise InputError(f"file of {size} bytes exceeds the limit {MAX_FILE_BYTES}", file=str(p))
-    if size == 0:
-        raise InputError("file is empty", file=str(p))
-    raw = p.read_bytes()
-    if p.suffix.lower() == ".gz":
-        import gzip
-
-        raw = gzip.decompress(raw)
-        p = p.with_suffix("")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", file=str(path)) from None
-    return _parse_text(text, p)
 
 
 def load_instance(path: str | Path) -> Instance:

@@ -12,6 +12,7 @@ Only the parts a formulation produces are filled:
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable
 from enum import StrEnum
 from pathlib import Path
@@ -52,6 +53,43 @@ def worst_status(*statuses: Status) -> Status:
     """The least proven of ``statuses`` (an iterative method's status is the worst of its
     sub-solves): optimal < feasible < time_limit < unbounded < infeasible < error."""
     return max(statuses, key=_PROOF_ORDER.index)
+
+
+#: Relative gap within which ``optimal`` may stand: HiGHS' default relative MIP gap.  A
+#: solution whose ``metrics["gap_tolerance"]`` is smaller is held to that instead.
+OPTIMAL_GAP_TOLERANCE = 1e-4
+
+
+def settle_status(solution: Solution) -> Solution:
+    """Apply the status rule every method's ``solve`` ends with (in place; returns it).
+
+    * A bound must be finite; without a bound or an objective there is no gap.
+    * ``optimal`` stands only when ``gap <= min(OPTIMAL_GAP_TOLERANCE, gap_tolerance)``, where
+      ``gap_tolerance`` is ``metrics["gap_tolerance"]`` (the requested ``--mip-gap``) when
+      recorded; otherwise the status becomes ``feasible`` and a diagnostic gives the gap, the
+      tolerance and the requested MIP gap.  A MIP stopped at a loose ``--mip-gap`` is a good
+      solution, not a proven optimum.
+    """
+    if solution.bound is not None and not math.isfinite(solution.bound):
+        solution.bound = None
+    if solution.bound is None or solution.objective is None:
+        solution.gap = None
+    if solution.status != Status.OPTIMAL:
+        return solution
+    requested = solution.metrics.get("gap_tolerance")
+    tolerance = OPTIMAL_GAP_TOLERANCE
+    if isinstance(requested, int | float) and not isinstance(requested, bool):
+        tolerance = min(tolerance, float(requested))
+    gap = solution.gap
+    if gap is not None and gap <= tolerance * (1 + 1e-9) + 1e-12:
+        return solution
+    solution.status = Status.FEASIBLE
+    shown = "none" if gap is None else f"{gap:.3g}"
+    asked = f"; requested --mip-gap {requested:g}" if isinstance(requested, int | float) else ""
+    solution.diagnostics.append(
+        f"status: feasible, not optimal: gap {shown} is not within the optimality tolerance "
+        f"{tolerance:g}{asked}")
+    return solution
 
 
 class _Model(BaseModel):

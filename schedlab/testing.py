@@ -13,8 +13,9 @@ the checks that ran and those skipped, with the reason (docs/plugins.md).
 2. ``checker``: :func:`schedlab.check.check` finds no violation;
 3. ``objective``: ``objective_of(instance, solution)`` (when the formulation declares one)
    re-derives ``solution.objective`` within relative 1e-6 (of max(1, |value|));
-4. ``status``: ``optimal`` carries a bound and a gap within the recorded tolerance
-   (``metrics["gap_tolerance"]``, else ``params.mip_gap``, else :data:`DEFAULT_GAP_TOLERANCE`);
+4. ``status``: ``optimal`` carries a bound and a gap within :data:`DEFAULT_GAP_TOLERANCE`, or
+   within the recorded tolerance where smaller (``metrics["gap_tolerance"]``, else
+   ``params.mip_gap``) -- the rule of :func:`schedlab.solution.settle_status`;
    a heuristic (``solver == "none"``) is at most ``feasible``;
 5. ``bound``: a bound is on the right side of the objective -- for a maximization bound >=
    objective, for a minimization bound <= objective (``objective_sense``; a formulation that
@@ -60,16 +61,16 @@ from schedlab.policies.registry import get_policy
 from schedlab.policies.state import Assignment, ClusterState, JobState
 from schedlab.registry import get_formulation
 from schedlab.simulator import jobs_from_instance, simulate
-from schedlab.solution import Solution, Status, load_solution
+from schedlab.solution import OPTIMAL_GAP_TOLERANCE, Solution, Status, load_solution
 from schedlab.solvers import SolverOptions
 from schedlab.solvers.faults import failing_highs
 from schedlab.workloads.gavel import generate_gavel_instance
 from schedlab.workloads.shockwave import generate_shockwave_instance
 from schedlab.workloads.titan import generate_titan_instance
 
-#: Relative gap an ``optimal`` status may carry when the solution records no tolerance:
-#: HiGHS' default relative MIP gap.
-DEFAULT_GAP_TOLERANCE = 1e-4
+#: Relative gap an ``optimal`` status may carry (a smaller recorded tolerance wins):
+#: HiGHS' default relative MIP gap, the status rule's.
+DEFAULT_GAP_TOLERANCE = OPTIMAL_GAP_TOLERANCE
 #: Relative tolerance of the objective, bound and gap comparisons (of max(1, |value|)).
 REL_TOL = 1e-6
 #: The cluster of the policy workload and of the random states: 2 GPUs of each type.
@@ -169,11 +170,13 @@ def _check_objective(kit: _Battery, form: Method, instance: Instance,
 
 
 def _gap_tolerance(instance: Instance, solution: Solution) -> float:
+    """The status rule's tolerance (:func:`~schedlab.solution.settle_status`): the default,
+    or the recorded / the instance's MIP gap where smaller."""
     recorded = solution.metrics.get("gap_tolerance")
     if isinstance(recorded, int | float):
-        return float(recorded)
+        return min(DEFAULT_GAP_TOLERANCE, float(recorded))
     if instance.params.mip_gap is not None:
-        return instance.params.mip_gap
+        return min(DEFAULT_GAP_TOLERANCE, instance.params.mip_gap)
     return DEFAULT_GAP_TOLERANCE
 
 

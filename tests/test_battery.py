@@ -59,7 +59,9 @@ def test_battery(name: str, tmp_path: Path) -> None:
     # Heuristics cannot prove optimality: they report feasible.
     assert sol.status in (Status.OPTIMAL, Status.FEASIBLE), sol.diagnostics
     if sol.solver != "none" and name != "saturn.time_indexed_wct":
-        assert sol.status == Status.OPTIMAL, sol.diagnostics
+        # optimal, or stopped at the instance's looser mip_gap: feasible, and it says so
+        downgraded = any("not within the optimality tolerance" in d for d in sol.diagnostics)
+        assert sol.status == Status.OPTIMAL or downgraded, sol.diagnostics
     assert check(inst, sol) == [] and sol.violations == []
     assert sol.objective is not None and math.isfinite(sol.objective)
     if sol.bound is not None and sol.gap is not None:

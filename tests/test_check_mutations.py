@@ -1,4 +1,5 @@
-"""One mutation test per violation message of the checker (schedlab/check.py).
+"""One mutation test per violation message of the checker (schedlab/check.py and its Titan
+family, schedlab/check_titan.py).
 
 Each :class:`Mutation` starts from a valid solution (a *base*: built by hand, or a real solve
 of a tiny instance), changes one thing (a share sum above 1, an unknown accelerator, an
@@ -6,7 +7,7 @@ overlapping schedule, a wrong objective, ...), and asserts that the message it n
 some violation matches the message's template (the f-string of check.py with each field as a
 wildcard) and contains a needle with the numbers worked out by hand.  Every base is clean.
 
-``test_every_message_has_a_mutation`` parses check.py with :mod:`ast` and fails when an
+``test_every_message_has_a_mutation`` parses both modules with :mod:`ast` and fails when an
 f-string that makes a violation has no mutation here (or a mutation names a message that no
 longer exists): a new message needs a new mutation.
 """
@@ -26,6 +27,7 @@ import pytest
 
 import schedlab
 import schedlab.check as check_module
+import schedlab.check_titan as check_titan_module
 from schedlab.check import check
 from schedlab.instance import instance_from_dict
 from schedlab.solution import (
@@ -202,8 +204,9 @@ def hare_gpus_base() -> Case:
 
 
 def titan_base() -> Case:
-    """Titan tasks on 8 V100s: a (CIFAR-10) and b (Cat-vs-Dog) fine-tune vit-base, merged,
-    on all 8 GPUs over [0, 25); c (AG News, roberta-base) alone over [25, 45)."""
+    """Titan tasks on 8 V100s: a (CIFAR-10) and b (Cat-vs-Dog) fine-tune vit-base, merged
+    (measured: 25 s on 8 GPUs), on all 8 GPUs over [0, 25); c (AG News, roberta-base) alone
+    over [25, 45), its 20 s on 8 GPUs."""
     from schedlab.formulations.titan.hierarchy import label_sets
 
     def task(job: str, model: str, label_set: str) -> dict[str, Any]:
@@ -214,6 +217,7 @@ def titan_base() -> Case:
         "cluster": {"accelerators": {"v100": {"count": 8}}},
         "jobs": [task("a", "vit-base", "cifar10"), task("b", "vit-base", "cat_vs_dog"),
                  task("c", "roberta-base", "ag_news")],
+        "merges": [{"tasks": ["a", "b"], "duration_s": {"8": 25.0}}],
     }
     return document, make_solution(document, groups=[["a", "b"]], schedule=[
         ScheduleEntry(job="a", start=0.0, end=25.0, accelerator="v100", gpus=8),
@@ -288,6 +292,15 @@ def _drop_entry(job: str, start: float) -> Callable[[dict[str, Any], Solution], 
     def mutate(document: dict[str, Any], solution: Solution) -> None:
         solution.schedule = [e for e in solution.schedule
                              if not (e.job == job and e.start == start)]
+    return mutate
+
+
+def _all(*mutations: Callable[[dict[str, Any], Solution], None]
+         ) -> Callable[[dict[str, Any], Solution], None]:
+    """The mutations one after another."""
+    def mutate(document: dict[str, Any], solution: Solution) -> None:
+        for one in mutations:
+            one(document, solution)
     return mutate
 
 
@@ -369,8 +382,8 @@ MUTATIONS: list[Mutation] = [
              "round 0: job c on v100: no positive throughput there"),
     Mutation("pair on the wrong type in a round", "_check_round_placements",
              WHERE_P + "no co-location throughput with partner {}", "rounds",
-             lambda d, s: (_set(_placement(s, "a"), accelerator="k80", gpu_ids=[0]),
-                           _set(_placement(s, "b"), accelerator="k80", gpu_ids=[0])),
+             _all(_edit_placement("a", accelerator="k80", gpu_ids=[0]),
+                  _edit_placement("b", accelerator="k80", gpu_ids=[0])),
              "round 0: job a on k80: no co-location throughput with partner b"),
     Mutation("too few gpu ids", "_check_gpu_id_list",
              WHERE_P + "{} gpu_ids for a gang of {} GPUs", "rounds",
@@ -406,8 +419,8 @@ MUTATIONS: list[Mutation] = [
     Mutation("GPU shared by strangers", "_check_round_gpu_ids",
              "round {}: {} GPU {} used by both {} and {}, which are not co-located partners",
              "rounds",
-             lambda d, s: (_set(_placement(s, "a"), accelerator="k80", gpu_ids=[3], partner=None),
-                           _set(_placement(s, "b"), partner=None)),
+             _all(_edit_placement("a", accelerator="k80", gpu_ids=[3], partner=None),
+                  _edit_placement("b", partner=None)),
              "round 0: k80 GPU 3 used by both a and c, which are not co-located partners"),
     Mutation("round over capacity", "_check_round_capacity",
              "round {}: accelerator {}: {} GPUs placed > {} available", "rounds",
@@ -594,6 +607,29 @@ MUTATIONS: list[Mutation] = [
     Mutation("merged tasks start apart", "check_groups", "group {}: {} starts at {} s but {} "
              "at {} s", "titan", _edit_entry("b", start=1.0),
              "group 0: b starts at 1 s but a at 0 s"),
+    # ------------------------------------------------------ Titan durations
+    Mutation("Titan task on more GPUs than it can use", "_check_gpu_counts",
+             WHERE_P + "on {} GPUs at t={} s, more than the {} {} can use (no duration there)",
+             "titan", _edit_entry("c", gpus=9),
+             "task c: on 9 GPUs at t=25 s, more than the 8 it can use"),
+    Mutation("Titan task runs longer than its duration", "_check_durations",
+             WHERE_P + "runs {} s on {} GPUs but {} takes {} s there ({} of its work left)",
+             "titan", _edit_entry("c", end=46.0),
+             "task c: runs 21 s on 8 GPUs but it takes 20 s there (1 of its work left)"),
+    Mutation("Titan task's entries cover too little", "_check_durations",
+             WHERE_P + "its {} entries do {} of the work but {} is left (sum of seconds / "
+             "duration at their GPUs)", "titan",
+             _all(_edit_entry("c", end=35.0),
+                  _add_entry(job="c", start=35.0, end=44.0, accelerator="v100", gpus=8)),
+             "task c: its 2 entries do 0.95 of the work but 1 is left"),
+    Mutation("merged group of three", "_how_tasks_run",
+             "group {}: {} tasks ({}); a merged duration is defined only for pairs", "titan",
+             lambda d, s: s.groups[0].append("c"),
+             "group 0: 3 tasks (a, b, c); a merged duration is defined only for pairs"),
+    Mutation("merged tasks end apart", "_check_groups_run_together",
+             "group {}: {} runs {} but {} runs {} (a merged group runs as one job)", "titan",
+             _edit_entry("b", end=26.0),
+             "group 0: b runs [0, 26) on 8 GPUs but a runs [0, 25) on 8 GPUs"),
     # -------------------------------------------------------------- objective
     Mutation("wrong objective", "check_objective",
              "objective: {} claims {} but its allocation or schedule gives {} (relative "
@@ -648,20 +684,24 @@ NOT_MESSAGES = {
     ("_check_saturn_job", "{}x{}"),
     ("_saturn_config", "{}x{}"),
     ("_check_saturn_segments", "job {} segment {}"),
+    ("who", "task {}"),
+    ("who", "task {} (merged with {})"),
+    ("_spans", "[{}, {}) on {} GPUs"),
 }
 
 
 def _template(node: ast.JoinedStr) -> str:
     """The f-string's literal text with ``{}`` for each field."""
-    return "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+    return "".join(str(v.value) if isinstance(v, ast.Constant) else "{}" for v in node.values)
 
 
 def checker_messages() -> set[tuple[str, str]]:
-    """(function, template) of every f-string in check.py (format specs excluded), and of
-    every plain string appended to a list or returned in one."""
-    tree = ast.parse(Path(check_module.__file__).read_text())
+    """(function, template) of every f-string in check.py and check_titan.py (format specs
+    excluded), and of every plain string appended to a list or returned in one."""
     found: set[tuple[str, str]] = set()
-    for function in ast.walk(tree):
+    functions = [node for module in (check_module, check_titan_module)
+                 for node in ast.walk(ast.parse(Path(module.__file__ or "").read_text()))]
+    for function in functions:
         if not isinstance(function, ast.FunctionDef):
             continue
         specs = {id(n.format_spec) for n in ast.walk(function)

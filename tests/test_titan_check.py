@@ -82,6 +82,7 @@ def _pair_solution(groups: list[list[str]], b_start: float = 0.0) -> tuple[Any, 
         "jobs": [{"id": job, "base_model": "vit-base", "label_set": ls, "dataset": ls,
                   "classes": list(label_sets()[ls]), "duration_s": {"8": 20.0}}
                  for job, ls in (("a", "cifar10"), ("b", "cat_vs_dog"))],
+        "merges": [{"tasks": ["a", "b"], "duration_s": {"8": 25.0}}],
     }
     instance = instance_from_dict(document)
     solution = Solution(instance=InstanceRef(name="x", hash=instance.content_hash()),
@@ -97,12 +98,16 @@ def test_a_merged_pair_holds_its_gpus_once() -> None:
     instance, merged = _pair_solution([["a", "b"]])
     assert check(instance, merged) == []
     instance, apart = _pair_solution([])  # two jobs of 8 GPUs at once on 8 GPUs
-    assert check(instance, apart) == [
-        "accelerator v100: 16 GPUs in use at t=0 s > 8 available (jobs a, b)"]
+    assert check(instance, apart) == [  # alone, each task takes its own 20 s
+        "accelerator v100: 16 GPUs in use at t=0 s > 8 available (jobs a, b)",
+        "task a: runs 25 s on 8 GPUs but it takes 20 s there (1 of its work left)",
+        "task b: runs 25 s on 8 GPUs but it takes 20 s there (1 of its work left)"]
     instance, late = _pair_solution([["a", "b"]], b_start=1.0)
     assert set(check(instance, late)) == {
         "group 0: b starts at 1 s but a at 0 s",
-        "accelerator v100: 16 GPUs in use at t=1 s > 8 available (jobs a, b)"}
+        "accelerator v100: 16 GPUs in use at t=1 s > 8 available (jobs a, b)",
+        "task b (merged with a): runs 24 s on 8 GPUs but the merged pair takes 25 s there "
+        "(1 of its work left)"}
 
 
 def test_round_objective_is_rederived_from_the_schedule() -> None:

@@ -135,7 +135,7 @@ def test_philly_end_before_start(tmp_path: Path) -> None:
     ("{\"a\": 1}", "JSON list"),
     ("[{\"jobid\": \"x\", \"status\": \"Pass\", \"submitted_time\": \"yesterday\"}]",
      "submitted_time 'yesterday' is neither seconds nor"),
-    ("[1, 2", "invalid JSON at line 1"),
+    ("[1, 2", "line 1 column 6: invalid JSON"),
 ])
 def test_philly_bad_files(tmp_path: Path, text: str, fragment: str) -> None:
     path = tmp_path / "log.json"

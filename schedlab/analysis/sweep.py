@@ -529,9 +529,9 @@ def progress_bar(enabled: bool) -> Any:
     )
 
     return Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
         TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-        console=Console(stderr=True), disable=not enabled, transient=True,
+        console=Console(stderr=True, markup=False), disable=not enabled, transient=True,
     )
 
 

@@ -170,7 +170,7 @@ def print_summary(config: SweepConfig, table: pd.DataFrame, *, quiet: bool, ran:
 
     from schedlab.analysis.metrics import TABLE_METRICS
 
-    console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    console = Console(file=sys.stdout, highlight=False, soft_wrap=True, markup=False)
     if not console.is_terminal:
         console.width = max(console.width, PIPE_WIDTH)
     rows = table.to_dict("records")

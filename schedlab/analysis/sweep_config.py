@@ -28,8 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
-import yaml
-
 from schedlab.analysis.sweep import (
     ResultFormat,
     RunSpec,
@@ -37,6 +35,7 @@ from schedlab.analysis.sweep import (
     parse_cluster_spec,
     plan_runs,
 )
+from schedlab.documents import parse_yaml, read_text
 from schedlab.errors import InputError
 from schedlab.workloads.throughputs import THROUGHPUT_SOURCES
 
@@ -238,17 +237,7 @@ def load_sweep_config(path: str | Path) -> SweepConfig:
     """Read and check a sweep file (module docstring).  Relative paths in it (``out``, a
     trace's or instance file's ``path``) are relative to the file's folder."""
     source = Path(path)
-    try:
-        text = source.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", file=str(source)) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else None
-        raise InputError(f"not valid YAML: {getattr(exc, 'problem', None) or exc}",
-                         file=str(source), field=where) from None
+    data = parse_yaml(read_text(source), str(source))
     return sweep_config_from_dict(data, source)
 
 

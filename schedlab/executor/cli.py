@@ -113,7 +113,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
                         checkpoint_every_s=args.checkpoint_every,
                         devices=parse_device_map(args.device_map),
                         ray_address=args.ray_address, out=out)
-    console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    console = Console(file=sys.stdout, highlight=False, soft_wrap=True, markup=False)
     if not console.is_terminal:
         console.width = max(console.width, PIPE_WIDTH)
     summary = report.summary

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -25,7 +26,7 @@ import pyomo.environ as pyo
 
 from schedlab.errors import InputError
 from schedlab.instance import Instance
-from schedlab.solution import InstanceRef, Solution, Status, Timings
+from schedlab.solution import InstanceRef, Solution, Status, Timings, settle_status
 from schedlab.solvers import PersistentSolver, SolveResult, SolverOptions
 
 #: Direction of a formulation's objective.
@@ -47,6 +48,14 @@ class Method(ABC):
     #: Direction of ``objective``: with ``maximize`` a valid ``bound`` is >= the objective,
     #: with ``minimize`` <= (None: not declared; schedlab.testing then refuses a bound).
     objective_sense: ClassVar[ObjectiveSense | None] = None
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        """Every ``solve`` a subclass defines ends with :func:`~schedlab.solution.settle_status`:
+        the one place the status rule is applied, whatever path the method took."""
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("solve")
+        if own is not None and not getattr(own, "_settles_status", False):
+            cls.solve = _settling(own)  # type: ignore[method-assign]
 
     @abstractmethod
     def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
@@ -79,6 +88,18 @@ class Method(ABC):
             status=Status.INFEASIBLE,
             diagnostics=[reason],
         )
+
+
+def _settling(solve: Callable[..., Solution]) -> Callable[..., Solution]:
+    """``solve`` followed by the status rule (:func:`~schedlab.solution.settle_status`)."""
+
+    @functools.wraps(solve)
+    def settled(self: Method, instance: Instance, options: SolverOptions | None = None,
+                *args: object, **kwargs: object) -> Solution:
+        return settle_status(solve(self, instance, options, *args, **kwargs))
+
+    settled._settles_status = True  # type: ignore[attr-defined]
+    return settled
 
 
 class Formulation(Method):

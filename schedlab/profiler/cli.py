@@ -270,9 +270,9 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     _check_out(out)
     open_file(out, options)  # a bad or mismatched file is an input error before measuring
     cells = plan(options)
-    stderr = Console(stderr=True)
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=stderr,
+    stderr = Console(stderr=True, markup=False)
+    progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(),
+                        MofNCompleteColumn(), TimeElapsedColumn(), console=stderr,
                         disable=args.quiet or not stderr.is_terminal, transient=True)
     with progress:
         task = progress.add_task("profile", total=len(cells))

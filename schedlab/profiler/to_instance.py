@@ -802,7 +802,7 @@ def _cmd_profile_instance(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror or exc}", file=str(out)) from None
     types = ", ".join(f"{k}={p.count}" for k, p in instance.cluster.accelerators.items())
-    Console(file=sys.stdout, highlight=False, soft_wrap=True).print(
+    Console(file=sys.stdout, highlight=False, soft_wrap=True, markup=False).print(
         f"wrote {out}: {len(instance.jobs)} {args.paper} jobs on {types}; solve with "
         f"schedlab solve {out} --formulation {DEFAULT_FORMULATION[args.paper]}", markup=False)
     return 0

@@ -91,10 +91,10 @@ def progress_display(total: int, enabled: bool, description: str = "simulating"
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
     from rich.progress import Progress as Bar
 
-    bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+    bar = Bar(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
               TextColumn("jobs  {task.fields[hours]:,.1f} simulated h  "
                          "{task.fields[rate]:,.0f} job-rounds/s"),
-              TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+              TimeElapsedColumn(), console=Console(stderr=True, markup=False), transient=True)
     task = bar.add_task(description, total=total, hours=0.0, rate=0.0)
     start = time.perf_counter()
 

@@ -45,10 +45,10 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.atomic import write_bytes_atomic
+from schedlab.documents import MAX_FILE_BYTES, read_text
 from schedlab.errors import InputError
 from schedlab.instance import (
     INSTANCE_SCHEMA,
-    MAX_FILE_BYTES,
     MAX_JOBS,
     Instance,
     instance_from_dict,
@@ -257,10 +257,7 @@ def read_shockwave_trace(
     table = resolve_throughputs(throughputs)
     pools = dict(SHOCKWAVE_CLUSTER if cluster is None else cluster)
     cluster_doc = _cluster_document(pools, table)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", file=file) from None
+    text = read_text(p)
     rates = _Throughputs(table, {})
     jobs: list[dict[str, Any]] = []
     differ = 0

@@ -56,9 +56,7 @@ matter, and a daylight-saving change inside a job shifts its duration by an hour
 from __future__ import annotations
 
 import csv
-import gzip
 import io
-import json
 import logging
 import math
 from collections import Counter
@@ -71,10 +69,10 @@ from typing import Any, Literal
 import numpy as np
 
 from schedlab.defaults import ROUND_S
+from schedlab.documents import parse_json, read_text
 from schedlab.errors import InputError
 from schedlab.instance import (
     INSTANCE_SCHEMA,
-    MAX_FILE_BYTES,
     MAX_JOBS,
     Instance,
     instance_from_dict,
@@ -207,39 +205,9 @@ def _blank(value: Any) -> bool:
                                                                           "nan", "null"))
 
 
-def _read_bytes(path: Path) -> bytes:
-    if not path.exists():
-        raise InputError("no such file", file=str(path))
-    if path.is_dir():
-        raise InputError("is a directory, not a file", file=str(path))
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise InputError(f"file of {size} bytes exceeds the limit {MAX_FILE_BYTES}",
-                         file=str(path))
-    if path.suffix.lower() != ".gz":
-        return path.read_bytes()
-    try:
-        with gzip.open(path, "rb") as fh:
-            raw = fh.read(MAX_FILE_BYTES + 1)  # bounded: a small .gz may inflate enormously
-    except (OSError, EOFError) as exc:
-        raise InputError(f"not a valid gzip file ({exc})", file=str(path)) from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise InputError(f"decompressed size exceeds the limit {MAX_FILE_BYTES} bytes",
-                         file=str(path))
-    return raw
-
-
-def _read_text(path: Path) -> str:
-    raw = _read_bytes(path)
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", file=str(path)) from None
-
-
 def _csv_rows(path: Path) -> Iterator[tuple[int, list[str]]]:
     """(line number, fields) of every non-empty CSV record."""
-    reader = csv.reader(io.StringIO(_read_text(path), newline=""))
+    reader = csv.reader(io.StringIO(read_text(path), newline=""))
     try:
         for fields in reader:
             if not fields or all(not f.strip() for f in fields):
@@ -273,14 +241,10 @@ def read_philly_jobs(path: str | Path, *, keep_failed: bool = False) -> list[Tra
     """
     p = Path(path)
     source = p.name
-    text = _read_text(p)
+    text = read_text(p)
     if not text.strip():
         raise InputError("file is empty: a Philly job log is a JSON list of jobs", file=str(p))
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
-                         file=str(p)) from None
+    doc = parse_json(text, str(p))
     if isinstance(doc, dict) and isinstance(doc.get("jobs"), list):
         doc = doc["jobs"]
     if not isinstance(doc, list):

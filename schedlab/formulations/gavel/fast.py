@@ -972,7 +972,9 @@ def solve_pair_master(
         outcome = solve_class_lp(classes, gpus, opts, pairs, (live_q, live_k))
     outcome.iterations = iterations
     outcome.columns = generated
-    outcome.bound = bound if status == Status.OPTIMAL else max(bound or 0.0, outcome.value or 0.0)
+    # the repaired duals bound the LP in every iteration, proven or not; no finite repair,
+    # no bound (the primal value bounds nothing from above)
+    outcome.bound = float(bound) if np.isfinite(bound) else None
     if status != Status.OPTIMAL and outcome.status.has_solution:
         outcome.status = status
     return outcome
@@ -1184,7 +1186,10 @@ def solve_max_min_fast(
     if chosen == "prices" and outcome.message:  # it fell back to the capacity master
         solution.diagnostics.append(outcome.message)
     objective = solution.objective if solution.objective is not None else 0.0
-    bound = outcome.bound if outcome.bound is not None else outcome.value
+    # the primal value is a bound only when the LP is proven optimal (strong duality)
+    bound = outcome.bound
+    if bound is None and outcome.status == Status.OPTIMAL:
+        bound = outcome.value
     if bound is not None and outcome.status == Status.OPTIMAL:
         bound = max(bound, objective)  # the LP optimum; the recomputed objective may be 1e-15 up
     solution.bound = bound

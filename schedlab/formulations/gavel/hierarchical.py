@@ -173,37 +173,45 @@ class Hierarchical(GavelPolicy):
                 unproven.append(f"floors relaxed to {slack:g} (relative) after LP {lps} was "
                                 "infeasible at the solver's tolerance")
 
-        active = set(range(len(groups)))
         levels: list[float] = []
-        while active:
-            for g in m.G:
-                m.omega[g] = float(weights[g]) if g in active else 0.0
-            t_star = maximize(m.t)
-            levels.append(t_star)
-            for g in active:
-                group_level[g] = float(weights[g]) * t_star
-            for g in m.G:
-                m.omega[g] = 0.0
-            frozen = set()
-            for g in sorted(active):
-                best = maximize(m.gval[g])
-                floor = float(weights[g]) * t_star
-                if best <= floor * (1 + 20 * slack) + 20 * slack:
-                    frozen.add(g)
-            if not frozen:  # numerical safety: cannot happen in exact arithmetic
-                log.warning("water-filling: no bottleneck found at level %g; stopping", t_star)
-                unproven.append(f"no bottleneck found at level {t_star:.6g}: every remaining "
-                                "group was frozen there (fallback)")
-                frozen = set(active)
-            active -= frozen
-        if within == "fifo":
-            for members in groups:
-                order = sorted(members, key=lambda j: (instance.jobs[j].arrival, j))
-                for j in order:
-                    best = maximize(m.v[j])
-                    job_level[j] = best
-        maximize(pyo.quicksum(m.v[j] for j in m.J))
-        x, y = read_allocation(m, data)
+        try:
+            active = set(range(len(groups)))
+            while active:
+                for g in m.G:
+                    m.omega[g] = float(weights[g]) if g in active else 0.0
+                t_star = maximize(m.t)
+                levels.append(t_star)
+                for g in active:
+                    group_level[g] = float(weights[g]) * t_star
+                for g in m.G:
+                    m.omega[g] = 0.0
+                frozen = set()
+                for g in sorted(active):
+                    best = maximize(m.gval[g])
+                    floor = float(weights[g]) * t_star
+                    if best <= floor * (1 + 20 * slack) + 20 * slack:
+                        frozen.add(g)
+                if not frozen:  # numerical safety: cannot happen in exact arithmetic
+                    log.warning("water-filling: no bottleneck found at level %g; stopping", t_star)
+                    unproven.append(f"no bottleneck found at level {t_star:.6g}: every remaining "
+                                    "group was frozen there (fallback)")
+                    frozen = set(active)
+                active -= frozen
+            if within == "fifo":
+                for members in groups:
+                    order = sorted(members, key=lambda j: (instance.jobs[j].arrival, j))
+                    for j in order:
+                        best = maximize(m.v[j])
+                        job_level[j] = best
+            maximize(pyo.quicksum(m.v[j] for j in m.J))
+            x, y = read_allocation(m, data)
+        except SolverError as exc:  # a sub-LP ended without a solution (e.g. its time limit)
+            failed = self.new_solution(instance, Status.ERROR)
+            failed.solver = opts.solver
+            failed.diagnostics = [*dict.fromkeys(unproven), str(exc)]
+            failed.metrics.update(water_filling_levels=levels, lps_solved=lps)
+            failed.timings = Timings(build_s=t1 - t0, solve_s=time.perf_counter() - t1)
+            return failed
         t2 = time.perf_counter()
         # proof: every water-filling LP ended optimal at unrelaxed floors and each level
         # found its bottleneck; anything else was recorded in ``unproven``

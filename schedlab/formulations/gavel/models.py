@@ -329,7 +329,10 @@ class MinMakespan(GavelPolicy):
         y = pyo.value(model.y) / scale if model.y.value is not None else None
         if solution.status.has_solution and y:
             solution.metrics["inverse_makespan_per_s"] = y
-            solution.bound = scale / result.bound if result.bound else solution.objective
+            # the solver's bound on y bounds the makespan from below; without one (a stopped
+            # LP) there is no bound, never the primal value
+            solution.bound = scale / result.bound if result.bound else None
+            solution.gap = None
             if solution.objective and solution.bound:
                 solution.gap = abs(solution.objective - solution.bound) / solution.objective
         return solution

@@ -449,30 +449,45 @@ def _quoted(names: Iterable[str]) -> str:
     return ", ".join(repr(n) for n in names)
 
 
+#: What a synset outside the shipped graph needs (the end of every NLTK-related error).
+_NLTK_HINT = ("synsets outside the shipped label sets need the schedlab[wordnet] extra and a "
+              "WordNet 3.0 database in $NLTK_DATA/corpora/wordnet "
+              "(scripts/build_wordnet_hierarchy.py --nltk-data DIR prepares one)")
+
+
 def nltk_synset_source(name: str) -> tuple[str, dict[str, list[str]], dict[str, str]]:
     """Resolve a noun synset through NLTK's WordNet reader (the ``wordnet`` extra).
 
     Returns the canonical name and the hypernym closure (parents and glosses by node).  NLTK
     absent, no WordNet 3.0 under ``NLTK_DATA``, or an unknown synset: an InputError.
     """
-    hint = ("synsets outside the shipped label sets need the schedlab[wordnet] extra and a "
-            "WordNet 3.0 database in $NLTK_DATA/corpora/wordnet "
-            "(scripts/build_wordnet_hierarchy.py --nltk-data DIR prepares one)")
     try:
         from nltk.corpus import wordnet as wn
         from nltk.corpus.reader.wordnet import WordNetError
     except ImportError:
-        raise InputError(f"unknown class label {name!r}: {hint}") from None
+        raise InputError(f"unknown class label {name!r}: {_NLTK_HINT}") from None
+    try:
+        return _nltk_closure(wn, WordNetError, name)
+    except OSError as exc:  # a WordNet folder that lacks a file (index.sense, lexnames, ...)
+        missing = exc.filename or exc.strerror or exc
+        raise InputError(f"cannot resolve class label {name!r}: the WordNet database NLTK "
+                         f"found is incomplete ({exc.strerror or 'unreadable'}: {missing}); "
+                         f"{_NLTK_HINT}") from None
+
+
+def _nltk_closure(wn: Any, wordnet_error: type[Exception], name: str,
+                  ) -> tuple[str, dict[str, list[str]], dict[str, str]]:
+    """The work of :func:`nltk_synset_source` once NLTK is imported (may raise OSError)."""
     try:
         version = wn.get_version()
     except LookupError:
-        raise InputError(f"unknown class label {name!r}: {hint}") from None
+        raise InputError(f"unknown class label {name!r}: {_NLTK_HINT}") from None
     if version != WORDNET_VERSION:
         raise InputError(f"NLTK reads WordNet {version}; the concept hierarchy needs "
                          f"WordNet {WORDNET_VERSION}")
     try:
         synset = wn.synset(name)
-    except (WordNetError, ValueError):
+    except (wordnet_error, ValueError):
         raise InputError(f"unknown WordNet {WORDNET_VERSION} synset {name!r}") from None
 
     def parents_of(node: str) -> list[tuple[str, str]]:
