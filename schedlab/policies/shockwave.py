@@ -225,7 +225,6 @@ class Shockwave(Policy):
         self._overhead: dict[str, float] = {}  # overhead seconds paid when last seen
         self._timeline: dict[str, list[tuple[int, float]]] = {}  # (round, epochs run in it)
         self._scale: dict[str, float] = {}  # the profile calibration in force, per job
-        self._duration_scale: dict[str, float] = {}  # the factors of the current re-plan
         self.statuses: list[Status] = []  # every window solve's status, in order
 
     # ------------------------------------------------------------------ decide
@@ -243,8 +242,6 @@ class Shockwave(Policy):
         for js in arrived:
             self._jobs[js.id] = self._job(js)
             self._submit[js.id] = state.now
-            self._progress[js.id] = js.steps_done
-            self._overhead[js.id] = js.overhead_s
         for job_id in completed:
             del self._jobs[job_id]
             self._series.pop(job_id, None)
@@ -345,7 +342,6 @@ class Shockwave(Policy):
         r = state.round_index
         targets: dict[str, float] = {}
         scale = self._calibrate(state.round_s)
-        self._duration_scale = scale
         if self.finish_time_rows:
             if self._reestimate:
                 self._record_targets(window, r, gpus, scale)
@@ -362,7 +358,7 @@ class Shockwave(Policy):
         if solution.status.has_solution:
             gangs = self._gangs(solution, data)
         elif solution.status is Status.INFEASIBLE and targets:
-            gangs = self._relaxed(window, data, targets, state)
+            gangs = self._relaxed(window, data, targets, state, scale)
         else:
             self.failed_solves += 1
             log.warning("shockwave round %d: the window solve ended %s (%s); the round plan "
@@ -374,7 +370,7 @@ class Shockwave(Policy):
         self._resolve = False
 
     def _relaxed(self, window: Instance, data: WindowData, targets: dict[str, float],
-                 state: ClusterState) -> FloatArray:
+                 state: ClusterState, scale: dict[str, float] | None = None) -> FloatArray:
         """Drop the finish-time rows, re-solve with priorities, re-place (module docstring)."""
         self.relaxed_solves += 1
         phi = min(1.0, data.gpus / max(1, len(data.ids)))
@@ -394,7 +390,7 @@ class Shockwave(Policy):
             return np.zeros((len(data.ids), data.rounds))
         second = NashWelfare(self.mode, k=self.k, predictor=self.predictor,
                              priorities=dict(zip(data.ids, priority.tolist(), strict=True)),
-                             duration_scale=self._duration_scale)
+                             duration_scale=scale)
         solution = self._solve(second, window)
         self.statuses.append(solution.status)
         if not solution.status.has_solution:
