@@ -4,8 +4,11 @@ real zoo jobs; the realized JCTs are within 20% (median over jobs) of the simula
 prediction for the same plan.
 
 Two zoo models (lstm, recommender; tiny) at two batch sizes (16, 64) and scale factors 1 and
-2 (gloo DDP over both CPU devices) are profiled into a throughput file with a short stopping
-rule (0.5 s per cell); the instance draws four jobs from it, each with 2-4 wall seconds of
+2 (gloo DDP over both CPU devices) are profiled into a throughput file (50 warm-up steps, then
+at least 100 timed steps or 1 s per cell: with 3 warm-up steps and the default 5-step
+precision rule a cell timed a few milliseconds, in the first quarter second of the process,
+and put lstm/tiny@64 at 150-195 steps/s where a steady loop runs 230; the replay then finished
+it a round early, -29% to -40%); the instance draws four jobs from it, each with 2-4 wall seconds of
 work at its profiled rate, arriving together; 30 s rounds replayed at time scale 30 (a round
 lasts one wall second).  20% is the tolerance the issue sets for noisy CI machines; the goal
 is under 5%.
@@ -52,7 +55,8 @@ def _load_too_high() -> str | None:
 def profile_solve_replay(tmp: Path) -> dict:  # type: ignore[type-arg]
     """The acceptance pipeline through the command line; returns the replay report."""
     assert main(["profile", "--models", "lstm,recommender", "--batch-sizes", "16,64",
-                 "--scale-factors", "1,2", "--warmup-steps", "3", "--max-seconds", "0.5",
+                 "--scale-factors", "1,2", "--warmup-steps", "50", "--min-steps", "100",
+                 "--max-steps", "100000", "--max-seconds", "1",
                  "--out", str(tmp / "throughputs.json"), "-q"]) == 0
     assert main(["profile-instance", str(tmp / "throughputs.json"), "--paper", "gavel",
                  "--jobs", "4", "--seed", "0", "--duration-s", "2,4", "--round-s", "30",
@@ -76,10 +80,11 @@ def profile_solve_replay(tmp: Path) -> dict:  # type: ignore[type-arg]
 
 
 def test_replay_matches_prediction_within_20_percent(tmp_path: Path) -> None:
-    """At most two attempts, each a fresh profile, solve and replay: one attempt's median over
-    four jobs moved from 9% to 22% between two runs minutes apart on the same 2-core machine
-    (load average 0.6 and 1.8), so a second attempt is made when the first misses 20%, and
-    the test fails when both do."""
+    """At most two attempts, each a fresh profile, solve and replay: a job that ends a few
+    steps short of its plan finishes at its next planned round (here up to 4 rounds later),
+    so one attempt's median over four jobs moves between runs (3%-16% in six runs on the
+    2-core development machine at load 1-1.5); a second attempt is made when the first
+    misses 20%, and the test fails when both do."""
     reason = _load_too_high()
     if reason is not None:
         pytest.skip(reason)

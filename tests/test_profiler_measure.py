@@ -21,7 +21,9 @@ from schedlab.profiler.matrix import Settings  # noqa: E402
 from schedlab.profiler.parallel import measure_scale_factor, measure_technique  # noqa: E402
 from schedlab.profiler.regimes import epoch_seconds  # noqa: E402
 from schedlab.profiler.timing import (  # noqa: E402
+    AGREE_EVERY,
     PeakMemory,
+    StopReason,
     mean_halfwidth,
     summarize,
     time_steps,
@@ -116,10 +118,32 @@ def test_precision_stop_matches_an_independent_ci() -> None:
 
 
 def test_agree_overrides_the_local_decision() -> None:
-    # rank 0 decided to stop at once: this rank stops after one timed step
+    # rank 0 decided to stop at once: this rank stops at the first agreement, after
+    # AGREE_EVERY timed steps, and agree is called on those steps only
     settings = Settings(warmup_steps=0, min_steps=5, max_steps=100, max_seconds=1e9)
-    _, timing = _run([1.0, 2.0], settings, agree=lambda decision: "max_steps")
-    assert timing.steps_timed == 1  # type: ignore[attr-defined]
+    calls: list[StopReason | None] = []
+
+    def agree(decision: StopReason | None) -> StopReason | None:
+        calls.append(decision)
+        return "max_steps"
+
+    _, timing = _run([1.0, 2.0], settings, agree=agree)
+    assert timing.steps_timed == AGREE_EVERY  # type: ignore[attr-defined]
+    assert len(calls) == 1
+
+
+def test_a_decision_between_agreements_waits_for_the_next() -> None:
+    # locally max_steps at 10 timed steps; the group agrees at 8 (no) and 16 (yes)
+    settings = Settings(warmup_steps=0, min_steps=5, max_steps=10, max_seconds=1e9)
+    calls: list[StopReason | None] = []
+
+    def agree(decision: StopReason | None) -> StopReason | None:
+        calls.append(decision)
+        return decision
+
+    _, timing = _run([1.0, 2.0], settings, agree=agree)
+    assert timing.steps_timed == 2 * AGREE_EVERY  # type: ignore[attr-defined]
+    assert calls == [None, "max_steps"]
 
 
 # ------------------------------------------------------------------------------ CI math
