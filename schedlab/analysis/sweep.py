@@ -5,7 +5,8 @@ seed on one :class:`WorkloadSpec`).  :func:`run_sweep` runs the ones whose resul
 in the output folder yet, in a local process pool, and writes one file per run (Parquet when
 ``pyarrow`` is installed, else CSV), atomically: a temporary file in the same folder, then a
 rename.  An interrupted sweep (Ctrl-C, a crash) therefore never leaves a half-written file, and
-running it again skips the finished runs.
+running it again skips the finished runs.  A run is claimed before it is computed
+(:mod:`schedlab.claims`), so two sweeps into one folder compute each run once between them.
 
 Each result file is the run's per-job table (``SimulationResult.to_dataframe()``) plus
 run-level columns repeated on every row: ``policy``, ``jobs_per_hour``, ``seed``, ``run_gpus``
@@ -26,7 +27,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from itertools import product
 from pathlib import Path
@@ -36,8 +37,10 @@ import pandas as pd
 
 from schedlab.analysis import metrics
 from schedlab.atomic import atomic_path
+from schedlab.claims import Claim, ClaimQueue, claim_file
 from schedlab.errors import InputError
 from schedlab.instance import Instance
+from schedlab.orphans import process_pool
 from schedlab.workloads.instance_jobs import InstanceFile
 
 log = logging.getLogger(__name__)
@@ -430,12 +433,16 @@ def run_sweep(
 ) -> SweepReport:
     """Run every spec whose result file is not in ``out_dir`` yet; one file per run.
 
-    ``workers`` > 1 runs simulations in a :class:`~concurrent.futures.ProcessPoolExecutor`
-    (``runner`` must then be a module-level function); 1 runs them in this process.  A rich
-    progress bar goes to stderr when ``progress``.  On Ctrl-C the runs not started are
-    cancelled, running ones stop (they receive the interrupt too), finished files stay, and
-    :class:`KeyboardInterrupt` is raised again; a rerun resumes.  A run that raises stops
-    the sweep the same way and re-raises its error.
+    ``workers`` > 1 runs simulations in a process pool whose workers die with this process
+    (:func:`schedlab.orphans.process_pool`; ``runner`` must then be a module-level
+    function); 1 runs them in this process.  Each run is claimed just before it starts
+    (:mod:`schedlab.claims`: ``<key>.claim`` in ``out_dir``, removed once its file is
+    written), so several sweeps into one folder share the runs; a run claimed by a live other
+    runner is waited for at the end and counts as found (``skipped``).  A rich progress bar
+    goes to stderr when ``progress``.  On Ctrl-C the runs not started are cancelled, running
+    ones stop (they receive the interrupt too), finished files stay, the claims of
+    unfinished runs are removed, and :class:`KeyboardInterrupt` is raised again; a rerun
+    resumes.  A run that raises stops the sweep the same way and re-raises its error.
     """
     if workers < 1:
         raise InputError(f"workers must be >= 1, got {workers}", field="--workers")
@@ -453,27 +460,72 @@ def run_sweep(
         bar.advance(task)
         log.debug("%s done in %.2f s -> %s", spec.key, wall, path)
 
-    if workers == 1 or len(pending) == 1:
-        with bar:
-            for spec in pending:
-                path, wall = _execute(spec, str(folder), suffix, runner)
-                finished(spec, path, wall)
-        return report
+    def found(spec: RunSpec, path: Path) -> None:
+        report.skipped.append(spec)
+        report.files[spec.key] = path
+        bar.advance(task)
+        log.info("%s was computed by another runner -> %s", spec.key, path)
 
-    executor = ProcessPoolExecutor(max_workers=min(workers, len(pending)))
-    futures: dict[Future[tuple[str, float]], RunSpec] = {}
+    queue: ClaimQueue[RunSpec, Path] = ClaimQueue(
+        pending, claim_path=lambda spec: claim_file(folder / spec.key),
+        done=lambda spec: existing_result(folder, spec), found=found,
+        describe=lambda spec: spec.key)
+    try:
+        if workers == 1 or len(pending) == 1:
+            with bar:
+                while queue:
+                    taken = queue.take()
+                    if taken is None:
+                        queue.pause()
+                        continue
+                    spec, claim = taken
+                    path, wall = _execute(spec, str(folder), suffix, runner)
+                    queue.release(claim)
+                    finished(spec, path, wall)
+        else:
+            _run_pool(queue, min(workers, len(pending)), bar, finished,
+                      (str(folder), suffix, runner))
+    finally:
+        queue.release_all()  # the claims of runs not finished: other runners may take them
+    return report
+
+
+def _run_pool(queue: ClaimQueue[RunSpec, Path], workers: int, bar: Any,
+              finished: Callable[[RunSpec, str, float], None],
+              options: tuple[str, str, Runner]) -> None:
+    """Run the queue's runs in a pool of ``workers`` processes, at most ``workers`` claimed at
+    a time (a second runner into the folder takes the others); ``options`` are
+    :func:`_execute`'s (folder, suffix, runner)."""
+    executor = process_pool(workers)
+    futures: dict[Future[tuple[str, float]], tuple[RunSpec, Claim]] = {}
     clean = False
     try:
-        # Submit everything (and so fork the workers) before the progress thread starts.
-        for spec in pending:
-            futures[executor.submit(_execute, spec, str(folder), suffix, runner)] = spec
+        # Start the workers (the fork start method forks them all at the first submit)
+        # before the progress thread starts.
+        executor.submit(int)
+
+        def fill() -> None:
+            while len(futures) < workers:
+                taken = queue.take()
+                if taken is None:
+                    return
+                futures[executor.submit(_execute, taken[0], *options)] = taken
+
         with bar:
-            waiting = set(futures)
-            while waiting:
-                done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+            fill()
+            while futures or queue:
+                if not futures:
+                    queue.pause()
+                    fill()
+                    continue
+                done, _ = wait(futures, timeout=queue.poll_s if queue else None,
+                               return_when=FIRST_COMPLETED)
                 for future in done:
+                    spec, claim = futures.pop(future)
                     path, wall = future.result()  # re-raises a run's error
-                    finished(futures[future], path, wall)
+                    queue.release(claim)
+                    finished(spec, path, wall)
+                fill()
         clean = True
     finally:
         if not clean:
@@ -482,7 +534,6 @@ def run_sweep(
                 log.warning("stopping: cancelled the runs not started; waiting for %d "
                             "running simulation(s) to stop", running)
         executor.shutdown(wait=True, cancel_futures=True)
-    return report
 
 
 def prepare_sweep(specs: Sequence[RunSpec], out_dir: str | Path, fmt: ResultFormat = "auto"

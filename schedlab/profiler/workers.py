@@ -7,7 +7,9 @@ a :class:`WorkerError` with the reason, and the profiler goes on with the next c
 Processes come from the ``forkserver`` start method where the platform has it (Linux), with
 ``torch`` and the zoo preloaded in the server: the server is a fresh interpreter that imported
 torch but never ran a torch operation or touched CUDA, so forking from it is as safe as
-``spawn`` and saves the 1-2 s of importing torch in every worker.  Elsewhere ``spawn``.
+``spawn`` and saves the 1-2 s of importing torch in every worker.  Elsewhere ``spawn``.  A
+worker dies with the process that started it, even one killed by SIGKILL
+(:func:`schedlab.orphans.die_with`; the fork server itself exits when that process ends).
 
 Devices.  A CPU "device" is one worker with ``threads`` torch threads; where
 ``os.sched_setaffinity`` exists, device ``i`` is pinned to cores ``i*threads ..
@@ -29,6 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from schedlab.errors import SchedlabError
+from schedlab.orphans import die_with
 
 log = logging.getLogger(__name__)
 
@@ -91,12 +94,14 @@ def setup_worker(threads: int, cores: Sequence[int] | None) -> None:
 
 
 def _entry(target: Callable[..., Any], index: int, payload: dict[str, Any],
-           results: Any) -> None:
+           results: Any, main_pid: int) -> None:
     """Worker main: run ``target(payload)``, report ``(index, ok, value-or-reason)``, flush
     the report and leave at once with ``os._exit`` (no interpreter teardown: a process
     group's destructors can hang once a peer has gone, and the answer is already sent).
-    Ctrl-C is the parent's to handle: it stops the workers (:func:`run_workers`)."""
+    Ctrl-C is the parent's to handle: it stops the workers (:func:`run_workers`); the
+    worker dies with process ``main_pid``, the parent (:func:`schedlab.orphans.die_with`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with(main_pid)
     try:
         value = target(payload)
     except Exception as exc:  # the reason goes into the cell; the worker ends
@@ -119,7 +124,8 @@ def run_workers(target: Callable[[dict[str, Any]], Any], payloads: Sequence[dict
     an answer, or the group runs past ``timeout_s``; the other workers are then stopped."""
     ctx = context()
     results = ctx.Queue()
-    processes = [ctx.Process(target=_entry, args=(target, i, payload, results), daemon=True)
+    processes = [ctx.Process(target=_entry, args=(target, i, payload, results, os.getpid()),
+                             daemon=True)
                  for i, payload in enumerate(payloads)]
     answers: dict[int, Any] = {}
     deadline = time.monotonic() + timeout_s

@@ -3,8 +3,9 @@
 A table is a grid of *cells* (one simulation or solve each: a seed, a policy, ...).  Each
 finished cell is written atomically as a JSON file whose name carries a digest of everything
 its result depends on (:func:`code_digest` among them), so a re-run reuses it and an interrupted
-table resumes where it stopped.  :func:`run_cached` does that for any cell type; the table
-modules supply how to run, read and name a cell.
+table resumes where it stopped.  :func:`run_cached` does that for any cell type, claiming each
+cell before computing it so that two runs into one folder share the cells
+(:mod:`schedlab.claims`); the table modules supply how to run, read and name a cell.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import json
 import logging
 import math
 import re
+import stat
 from collections.abc import Callable, Hashable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -24,6 +26,8 @@ import numpy as np
 import pandas as pd
 
 from schedlab.atomic import atomic_path, write_bytes_atomic
+from schedlab.claims import Claim, ClaimQueue, claim_file
+from schedlab.orphans import process_pool
 
 log = logging.getLogger(__name__)
 
@@ -105,19 +109,37 @@ def run_cached(cells: Sequence[CellT], folder: Path, *,
     """Every cell's result by ``key(cell)``: read from ``folder`` when its file is there and
     readable (``read`` returns None otherwise), else computed by ``run(cell, folder)`` (which
     writes the file; a module-level function, since ``workers`` > 1 runs it in a process
-    pool).
+    pool whose workers die with this process, :func:`schedlab.orphans.process_pool`).
 
-    ``on_cell(description)`` is called once per cell, cached or computed.  On an interrupt or
-    an error the cells not started are cancelled, finished files stay, and the exception is
-    raised again.
+    A cell is claimed just before it is computed (:mod:`schedlab.claims`:
+    ``<file>.claim``, removed once the file is written), so two tables run into one folder
+    share the cells; a cell claimed by a live other runner is waited for (read once its
+    file appears).  ``on_cell(description)`` is called once per cell, cached or computed.
+    On an interrupt or an error the cells not started are cancelled, finished files stay,
+    the claims of unfinished cells are removed, and the exception is raised again.
     """
     notify = on_cell or (lambda _: None)
     folder.mkdir(parents=True, exist_ok=True)
+    unreadable: dict[Path, int] = {}  # files read as None, by mtime: not read (or warned) again
+
+    def done(cell: CellT) -> ResultT | None:
+        path = folder / cell.file_name
+        try:
+            status = path.stat()
+        except OSError:
+            return None
+        stamp = status.st_mtime_ns
+        if not stat.S_ISREG(status.st_mode) or unreadable.get(path) == stamp:
+            return None
+        result = read(path)
+        if result is None:
+            unreadable[path] = stamp
+        return result
+
     results: dict[KeyT, ResultT] = {}
     pending: list[CellT] = []
     for cell in cells:
-        path = folder / cell.file_name
-        found = read(path) if path.is_file() else None
+        found = done(cell)
         if found is not None:
             results[key(cell)] = found
             notify(f"{describe(cell)} (cached)")
@@ -125,26 +147,68 @@ def run_cached(cells: Sequence[CellT], folder: Path, *,
             pending.append(cell)
     if results:
         log.info("%d of %d cells reused from %s", len(results), len(cells), folder)
-    if workers == 1 or len(pending) <= 1:
-        for cell in pending:
-            results[key(cell)] = run(cell, str(folder))
-            notify(describe(cell))
-        return results
-    executor = ProcessPoolExecutor(max_workers=min(workers, len(pending)))
-    futures: dict[Future[ResultT], CellT] = {}
+
+    def found_elsewhere(cell: CellT, result: ResultT) -> None:
+        results[key(cell)] = result
+        notify(f"{describe(cell)} (computed by another runner)")
+
+    def finished(cell: CellT, result: ResultT) -> None:
+        results[key(cell)] = result
+        notify(describe(cell))
+
+    queue: ClaimQueue[CellT, ResultT] = ClaimQueue(
+        pending, claim_path=lambda cell: claim_file(folder / cell.file_name), done=done,
+        found=found_elsewhere, describe=describe)
     try:
-        for cell in pending:
-            futures[executor.submit(run, cell, str(folder))] = cell
-        waiting = set(futures)
-        while waiting:
-            done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+        if workers == 1 or len(pending) <= 1:
+            while queue:
+                taken = queue.take()
+                if taken is None:
+                    queue.pause()
+                    continue
+                cell, claim = taken
+                result = run(cell, str(folder))
+                queue.release(claim)
+                finished(cell, result)
+        else:
+            _run_pool(queue, min(workers, len(pending)), run, str(folder), finished)
+    finally:
+        queue.release_all()  # the claims of cells not finished: other runners may take them
+    return results
+
+
+def _run_pool(queue: ClaimQueue[CellT, ResultT], workers: int,
+              run: Callable[[CellT, str], ResultT], folder: str,
+              finished: Callable[[CellT, ResultT], None]) -> None:
+    """Compute the queue's cells in a pool of ``workers`` processes, at most ``workers``
+    claimed at a time (a second runner into the folder takes the others)."""
+    executor = process_pool(workers)
+    futures: dict[Future[ResultT], tuple[CellT, Claim]] = {}
+
+    def fill() -> None:
+        while len(futures) < workers:
+            taken = queue.take()
+            if taken is None:
+                return
+            futures[executor.submit(run, taken[0], folder)] = taken
+
+    try:
+        fill()
+        while futures or queue:
+            if not futures:
+                queue.pause()
+                fill()
+                continue
+            done, _ = wait(futures, timeout=queue.poll_s if queue else None,
+                           return_when=FIRST_COMPLETED)
             for future in done:
-                cell = futures[future]
-                results[key(cell)] = future.result()
-                notify(describe(cell))
+                cell, claim = futures.pop(future)
+                result = future.result()
+                queue.release(claim)
+                finished(cell, result)
+            fill()
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
-    return results
 
 
 def write_markdown_and_csv(folder: Path, markdown_name: str, markdown: str, csv_name: str,
