@@ -48,8 +48,24 @@ MAX_JOBS = 2_000_000
 #: Co-location entries from which validation checks them on arrays (fewer: per entry).
 _COLOCATION_ARRAY_MIN_ENTRIES = 2048
 
+#: Largest time a file may give, in seconds (every ``*_s`` / ``*_seconds`` field, ``arrival``,
+#: ``regimes``, ``duration_s``, ``task_seconds``, ``switch_seconds``; ``time_limit_s`` is a
+#: solver hint and exempt).  At 1e9 s (~32 years) a float64 resolves 1.2e-7 s, below the
+#: checker's 1e-6 s, so ``start + duration`` keeps every duration; at 1e30 a 100 s job
+#: ``1e30 + 100 == 1e30`` ran for 0 s.  Give times relative to the trace's start.
+MAX_SECONDS = 1e9
+#: Largest throughput (``throughput``, ``colocated_throughput``), steps/s.  HiGHS refuses
+#: constraint coefficients of 1e15 or more (``large_matrix_value``) and reads costs of 1e20 or
+#: more as infinite; Gavel's rows scale a throughput by s_j / (w_j T_eq[j]), and a share below
+#: 1e-9 is dropped from an allocation, so a throughput ~1e12 times its job's others already
+#: needs a share too small to report.  1e9 steps/s (a step per nanosecond) is beyond any job.
+MAX_THROUGHPUT = 1e9
+
 NonNegFloat = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
 PosFloat = Annotated[float, Field(gt=0.0, allow_inf_nan=False)]
+NonNegSeconds = Annotated[float, Field(ge=0.0, le=MAX_SECONDS, allow_inf_nan=False)]
+PosSeconds = Annotated[float, Field(gt=0.0, le=MAX_SECONDS, allow_inf_nan=False)]
+Throughput = Annotated[float, Field(ge=0.0, le=MAX_THROUGHPUT, allow_inf_nan=False)]
 GpuCount = Annotated[int, Field(ge=0, le=MAX_GPUS_PER_TYPE)]
 PosInt = Annotated[int, Field(ge=1, le=MAX_GPUS_PER_TYPE)]
 
@@ -109,7 +125,7 @@ class SaturnConfig(_Strict):
 
     technique: str = Field(min_length=1)
     gpus: PosInt
-    runtime_s: NonNegFloat
+    runtime_s: NonNegSeconds
     feasible: bool = True
     memory_gb: NonNegFloat | None = None
     reason: str | None = Field(default=None, description="why the configuration is "
@@ -121,30 +137,30 @@ class Job(_Strict):
 
     id: str = Field(min_length=1)
     job_type: str | None = Field(default=None, description="model and batch size, a label")
-    arrival: NonNegFloat = Field(default=0.0, description="arrival time, s")
+    arrival: NonNegSeconds = Field(default=0.0, description="arrival time, s")
     weight: PosFloat = Field(default=1.0, description="priority / budget weight w_j")
     scale_factor: PosInt = Field(default=1, description="GPUs the job uses at once, s_j")
     total_steps: PosFloat | None = Field(default=None, description="steps to run in all")
     steps_done: NonNegFloat = Field(default=0.0, description="steps already run")
-    throughput: dict[str, NonNegFloat] = Field(
+    throughput: dict[str, Throughput] = Field(
         default_factory=dict,
         description="steps/s of the whole job on scale_factor GPUs of each accelerator type",
     )
     # Gavel space sharing: steps/s of *this* job when co-located with another job.
-    colocated_throughput: dict[str, dict[str, NonNegFloat]] | None = Field(
+    colocated_throughput: dict[str, dict[str, Throughput]] | None = Field(
         default=None, description="{other job id: {accelerator: steps/s of this job}}"
     )
     # Gavel policies with extra inputs.
     entity: str | None = Field(default=None, description="owner for hierarchical fairness")
-    slo_s: PosFloat | None = Field(default=None, description="must finish within this many s")
-    time_in_system_s: NonNegFloat = Field(
+    slo_s: PosSeconds | None = Field(default=None, description="must finish within this many s")
+    time_in_system_s: NonNegSeconds = Field(
         default=0.0, description="seconds since arrival (finish-time fairness, t_j)"
     )
-    isolated_time_s: NonNegFloat = Field(
+    isolated_time_s: NonNegSeconds = Field(
         default=0.0,
         description="seconds the job would have run so far on its equal share (t_iso_j)",
     )
-    switch_overhead_s: NonNegFloat | None = Field(
+    switch_overhead_s: NonNegSeconds | None = Field(
         default=None, description="seconds lost when the job's placement changes"
     )
     user: str | None = None
@@ -152,7 +168,7 @@ class Job(_Strict):
     epochs: PosInt | None = None
     epochs_done: Annotated[int, Field(ge=0)] = 0
     batch_schedule: list[PosInt] | None = None
-    regimes: dict[str, PosFloat] | None = Field(
+    regimes: dict[str, PosSeconds] | None = Field(
         default=None, description="{batch size: seconds per epoch}"
     )
     adaptation: Literal["static", "gns", "accordion"] | None = None
@@ -166,7 +182,7 @@ class Job(_Strict):
     base_model: str | None = None
     dataset: str | None = None
     classes: list[str] | None = None
-    duration_s: dict[str, PosFloat] | None = Field(
+    duration_s: dict[str, PosSeconds] | None = Field(
         default=None, description="{gpus: seconds} for Titan tasks"
     )
     label_set: str | None = Field(
@@ -180,7 +196,7 @@ class Job(_Strict):
     rounds: PosInt | None = Field(default=None, description="training rounds R_j (Hare)")
     tasks_per_round: PosInt | None = Field(
         default=None, description="data-parallel tasks per round m_j (Hare)")
-    task_seconds: dict[str, PosFloat] | None = Field(
+    task_seconds: dict[str, PosSeconds] | None = Field(
         default=None, description="{accelerator: seconds of one task} p[j,k]; a type "
         "absent here is one the job cannot run on (Hare)")
     switch_seconds: float | dict[str, float] | None = Field(
@@ -194,7 +210,7 @@ class Job(_Strict):
     @field_validator("switch_seconds", mode="before")
     @classmethod
     def _switch_seconds_valid(cls, value: Any) -> Any:
-        """A finite number >= 0, or a map of them keyed by accelerator type."""
+        """A finite number in [0, MAX_SECONDS], or a map of them keyed by accelerator type."""
         if value is None:
             return value
         items = value.items() if isinstance(value, dict) else [(None, value)]
@@ -204,6 +220,9 @@ class Job(_Strict):
                     or not math.isfinite(seconds) or seconds < 0:
                 raise ValueError(f"switch seconds{on} must be a finite number >= 0, "
                                  f"got {seconds!r}")
+            if seconds > MAX_SECONDS:
+                raise ValueError(f"switch seconds{on} must be at most {MAX_SECONDS:g} s, "
+                                 f"got {seconds!r} (docs/instance-format.md, Limits)")
         return value
 
     def switch_seconds_on(self, accelerator: str) -> float:
@@ -228,7 +247,7 @@ class MergeEntry(_Strict):
     default merged-duration model (docs/formulations/titan.md)."""
 
     tasks: list[str] = Field(min_length=2, max_length=2)
-    duration_s: dict[str, PosFloat] | None = Field(
+    duration_s: dict[str, PosSeconds] | None = Field(
         default=None, description="{gpus: seconds} of the two tasks trained jointly"
     )
     joint_epoch_factor: PosFloat | None = Field(
@@ -239,7 +258,7 @@ class MergeEntry(_Strict):
 class Params(_Strict):
     """Scheduling parameters shared by formulations (each documents which it reads)."""
 
-    round_s: PosFloat = Field(default=ROUND_S, description="round length, s")
+    round_s: PosSeconds = Field(default=ROUND_S, description="round length, s")
     num_rounds: Annotated[int, Field(ge=0, le=100_000)] = Field(
         default=20, description="rounds produced by the round mechanism (0: none)"
     )
@@ -252,8 +271,8 @@ class Params(_Strict):
     )
     hierarchy_within_entity: Literal["fairness", "fifo"] = "fairness"
     entity_weights: dict[str, PosFloat] | None = None
-    now_s: NonNegFloat = 0.0
-    restart_cost_s: NonNegFloat | None = Field(
+    now_s: NonNegSeconds = 0.0
+    restart_cost_s: NonNegSeconds | None = Field(
         default=None, description="seconds to resume a checkpointed job on a new "
         "configuration (no progress meanwhile); None means 0"
     )
@@ -288,6 +307,10 @@ class Instance(_Strict):
         types = set(self.cluster.accelerators)
         if self.cluster.total_gpus == 0:
             raise _FieldError("cluster.accelerators", "the cluster has zero GPUs in all")
+        if self.cluster.nodes is not None and not self.cluster.nodes:
+            raise _FieldError("cluster.nodes", "is empty: list the nodes, or leave the field "
+                              "out to split each accelerator pool into its nodes x "
+                              "gpus_per_node")
         for n, node in enumerate(self.cluster.nodes or []):
             if node.accelerator not in types:
                 raise _FieldError(
@@ -627,11 +650,25 @@ def _describe(error: Any) -> tuple[str, str]:
         reason = reason[len("Value error, ") :]
     value = error.get("input")
     numeric = {"finite_number", "greater_than_equal", "greater_than", "less_than_equal"}
+    if error.get("type") == "less_than_equal" and ctx.get("le") in (MAX_SECONDS,
+                                                                    MAX_THROUGHPUT):
+        return _format_loc(loc), _above_limit(loc, value)
     if error.get("type") in numeric:
         reason = f"{reason} (got {value!r})"
     if error.get("type") == "extra_forbidden":
         reason = "unknown field"
     return _format_loc(loc), reason
+
+
+def _above_limit(loc: tuple[int | str, ...], value: Any) -> str:
+    """Why a time or a throughput above its limit is refused (the module's constants)."""
+    if any(part in ("throughput", "colocated_throughput") for part in loc):
+        return (f"{value!r} steps/s is above the limit {MAX_THROUGHPUT:g} steps/s (the LP "
+                "solvers cannot hold larger coefficients beside ordinary ones; "
+                "docs/instance-format.md, Limits)")
+    return (f"{value!r} s is above the limit {MAX_SECONDS:g} s (beyond it float64 times "
+            "lose short durations: t + d == t; give times relative to the trace's start; "
+            "docs/instance-format.md, Limits)")
 
 
 def instance_from_dict(data: Any, *, source: str = "<dict>") -> Instance:

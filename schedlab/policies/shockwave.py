@@ -275,9 +275,12 @@ class Shockwave(Policy):
         if js.batch_schedule is None or js.regimes is None:
             raise InputError(f"job {js.id}: Shockwave needs epochs, batch_schedule and regimes "
                              "(a dynamic-adaptation job)", field="jobs")
+        # the types it can run on (positive throughput): the window problem plans only
+        # those; the simulator admits no job without one
         return Job(id=js.id, epochs=len(js.batch_schedule), weight=js.weight,
                    scale_factor=js.scale_factor, batch_schedule=list(js.batch_schedule),
-                   regimes={str(b): t for b, t in js.regimes.items()})
+                   regimes={str(b): t for b, t in js.regimes.items()},
+                   throughput={k: v for k, v in js.throughput.items() if v > 0})
 
     # ------------------------------------------------------------------ calibration
     def _measure(self, state: ClusterState) -> None:

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 from pyomo.contrib.solver.solvers.highs import Highs
 
+from schedlab.errors import SolverError
+
 
 class WarmStartHighs(Highs):
     """Persistent HiGHS with optional MIP starts."""
@@ -40,6 +42,21 @@ class WarmStartHighs(Highs):
         super()._add_variables(variables)
         for v in variables:
             self._loaded_vars[id(v)] = v
+
+    def _add_constraints(self, cons: list[Any]) -> None:
+        """Pyomo's, then a check that HiGHS took every row: ``addRows`` refuses a block with
+        a coefficient at or above its ``large_matrix_value`` (1e15) and Pyomo ignores the
+        status, so the model would be solved without those rows (an LP read as unbounded)."""
+        before = self._solver_model.getNumRow() if self._solver_model is not None else 0
+        super()._add_constraints(cons)
+        if self._solver_model is None:
+            return
+        added = self._solver_model.getNumRow() - before
+        if added != len(cons):
+            option = self._solver_model.getOptionValue("large_matrix_value")
+            limit = option[1] if isinstance(option, tuple) else option
+            raise SolverError(f"HiGHS refused {len(cons) - added} of {len(cons)} rows (it "
+                              f"refuses coefficients of {limit:g} or more)")
 
     def _solve(self) -> Any:
         if self.warm_start and self._solver_model is not None:

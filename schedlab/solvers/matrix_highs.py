@@ -59,6 +59,22 @@ def _highs_bounds(values: FloatArray) -> FloatArray:
     return np.clip(values, -_INF, _INF)
 
 
+def _refused(highs: highspy.Highs, status: highspy.HighsStatus, what: str,
+             values: FloatArray, cost: FloatArray | None = None) -> None:
+    """Raise a :class:`SolverError` when HiGHS refused a change (it then leaves the model as
+    it was: rows it refused are missing, and an LP without them can read as unbounded).  Its
+    usual reason: a coefficient at or above ``large_matrix_value`` (1e15)."""
+    if status != highspy.HighsStatus.kError:
+        return
+    largest = float(np.abs(values).max()) if len(values) else 0.0
+    option = highs.getOptionValue("large_matrix_value")
+    limit = option[1] if isinstance(option, tuple) else option
+    costs = f", largest |cost| {float(np.abs(cost).max()):.3g}" if cost is not None \
+        and len(cost) else ""
+    raise SolverError(f"HiGHS refused {what} (largest |coefficient| "
+                      f"{largest:.3g}{costs}; HiGHS refuses coefficients of {limit:g} or more)")
+
+
 class HighsMatrixModel(MatrixModel):
     """:class:`~schedlab.solvers.matrix.MatrixModel` in one persistent ``highspy.Highs``."""
 
@@ -98,8 +114,9 @@ class HighsMatrixModel(MatrixModel):
         else:
             starts = csc[0][:-1].astype(np.int32)
             index, values = csc[1].astype(np.int32), csc[2]
-        self.highs.addCols(n, cost, _highs_bounds(lower), _highs_bounds(upper), len(index),
-                           starts, index, values)
+        status = self.highs.addCols(n, cost, _highs_bounds(lower), _highs_bounds(upper),
+                                    len(index), starts, index, values)
+        _refused(self.highs, status, "the model's columns", values, cost)
         if integer.any():
             cols = first + np.flatnonzero(integer).astype(np.int32)
             self.highs.changeColsIntegrality(
@@ -114,14 +131,15 @@ class HighsMatrixModel(MatrixModel):
         else:
             starts = csr[0][:-1].astype(np.int32)
             index, values = csr[1].astype(np.int32), csr[2]
-        self.highs.addRows(n, _highs_bounds(lower), _highs_bounds(upper), len(index), starts,
-                           index, values)
+        status = self.highs.addRows(n, _highs_bounds(lower), _highs_bounds(upper), len(index),
+                                    starts, index, values)
+        _refused(self.highs, status, "the model's rows", values)
 
     # changing -----------------------------------------------------------------------------
     def _set_coefficients(self, rows: IntArray, columns: IntArray, values: FloatArray) -> None:
         change = self.highs.changeCoeff
         for r, c, v in zip(rows.tolist(), columns.tolist(), values.tolist(), strict=True):
-            change(r, c, v)
+            _refused(self.highs, change(r, c, v), "a coefficient change", np.array([v]))
 
     def _set_column_bounds(self, columns: IntArray, lower: FloatArray,
                            upper: FloatArray) -> None:

@@ -371,7 +371,9 @@ class NashWelfare(Formulation):
 
     # ------------------------------------------------------------------ data
     def validate(self, instance: Instance) -> None:
-        """One accelerator type, a window length, and epochs and a profile for every job."""
+        """One accelerator type, a window length, and epochs, a profile and a positive
+        throughput on that type for every job (a job that cannot run there is an input
+        error, as one whose gang is larger than the pool: Nash welfare has no plan for it)."""
         if len(instance.cluster.accelerators) != 1:
             raise InputError("the Shockwave window problem needs exactly one accelerator type",
                              field="cluster.accelerators")
@@ -388,6 +390,14 @@ class NashWelfare(Formulation):
                              field="params.window_rounds")
         (acc, pool), = instance.cluster.accelerators.items()
         for i, job in enumerate(instance.jobs):
+            if not job.throughput.get(acc, 0.0) > 0.0:
+                # the window reads speeds from regimes, but a type a job lists no positive
+                # throughput for is one it cannot run on (the instance format; the checker)
+                listed = "0" if acc in job.throughput else "none"
+                raise InputError(f"job {job.id!r} has no positive throughput on {acc} (got "
+                                 f"{listed}), the cluster's only type, so it can never run; "
+                                 "give its steps/s there or leave the job out",
+                                 field=f"jobs[{i}].throughput.{acc}")
             if job.scale_factor > pool.count:
                 raise InputError(f"job {job.id!r} runs as a gang of {job.scale_factor} GPUs; "
                                  f"the cluster has {pool.count} {acc} GPU(s), so it can never "
