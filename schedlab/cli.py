@@ -879,29 +879,42 @@ def _add_titan_table(which: Any, common: argparse.ArgumentParser) -> None:
     titan = which.add_parser(
         "titan", parents=[common],
         help="Titan: average JCT and makespan of SRTF, Tiresias and Titan's ablations",
-        description="Simulate Titan fine-tuning workloads on 64 GPUs in Titan's world (switch "
-        "costs, elastic GPU counts, merged pairs) under SRTF, Tiresias (2 queues, 4 GPU-h), "
-        "Titan without the task merger, without the pipelined switch, and Titan, for several "
-        "seeds and densities; write titan.md, .csv, .tex, titan_density.png and "
-        "titan.manifest.json to --out. "
+        description="Simulate Titan fine-tuning workloads in Titan's world (switch costs, "
+        "elastic GPU counts, merged pairs) under SRTF, Tiresias (2 queues, 4 GPU-h), Titan "
+        "without the task merger, without the pipelined switch, and Titan, at densities 1, "
+        "1.5 and 2: by default TitanSched's own recorded traces on its 32-GPU cluster (the "
+        "paper preset), or generated workloads (--preset generated); write titan.md, .csv, "
+        ".tex, titan_density.png and titan.manifest.json to --out, with the merger's "
+        "accounting (candidates, merged tasks, pairs turned down by rule). "
         "Finished simulations are kept in OUT/cells/ and reused. See docs/reproduction.md.")
     titan.add_argument("--out", required=True, metavar="DIR",
                        help="output folder (created if missing)")
+    titan.add_argument("--preset", choices=("paper", "generated"), default="paper",
+                       help="paper: TitanSched's traces FM-<density>-<trace model> (default); "
+                       "generated: schedlab.workloads.titan's generator on --gpus GPUs, "
+                       "several seeds")
+    titan.add_argument("--trace-model", default="vit",
+                       choices=("vit", "vit-large", "roberta-base", "roberta-large"),
+                       help="paper preset: the model of the traces (default: vit)")
     titan.add_argument("--quick", action="store_true",
-                       help="a small table: 16 GPUs, 8-16 tasks up to 2 h, densities 1 and 2, "
-                       "1 seed")
+                       help="a small table: the density-1 trace only (generated: 16 GPUs, "
+                       "8-16 tasks up to 2 h, densities 1 and 2, 1 seed)")
     titan.add_argument("--seeds", type=_positive_int, metavar="N",
-                       help="seeds FIRST..FIRST+N-1 (default: 3; --quick: 1)")
+                       help="generated preset: seeds FIRST..FIRST+N-1 (default: 3; --quick: "
+                       "1); the paper preset's traces are fixed (one run each)")
     titan.add_argument("--first-seed", type=_nonnegative_int, default=0, metavar="S",
                        help="first seed (default: 0)")
     titan.add_argument("--gpus", type=_positive_int, metavar="G",
-                       help="GPUs, whole nodes of 4 (default: 64; --quick: 16)")
+                       help="generated preset: GPUs, whole nodes of 4 (default: 64; --quick: "
+                       "16)")
     titan.add_argument("--density", type=_positive_float, metavar="D",
-                       help="density of the main table (default: 1)")
+                       help="density of the main table (default: 1; paper preset: 1, 1.5 "
+                       "or 2)")
     titan.add_argument("--model", default="mixed",
                        choices=("mixed", "vit-base", "vit-large", "roberta-base",
                                 "roberta-large"),
-                       help="base model of every task, or a mix (default: mixed)")
+                       help="generated preset: base model of every task, or a mix (default: "
+                       "mixed)")
     titan.add_argument("--workers", type=_positive_int, metavar="W",
                        default=min(2, os.cpu_count() or 1),
                        help="simulations in parallel, in local processes (default: "
@@ -915,7 +928,16 @@ def _cmd_tables_titan(args: argparse.Namespace) -> int:
     from schedlab.analysis.tables import titan as tt
 
     out = _table_out(args)
-    settings = _seeded(tt.quick_settings() if args.quick else tt.TableSettings(), args)
+    if args.preset == "generated":
+        base = (tt.quick_settings(**tt.generated_quick_overrides()) if args.quick
+                else tt.generated_settings())
+        settings = _seeded(base, args)
+    else:
+        if args.seeds is not None or args.first_seed:
+            raise InputError("the paper preset's traces are fixed: --seeds and --first-seed "
+                             "apply to --preset generated", field="--seeds")
+        settings = replace(tt.quick_settings() if args.quick else tt.TableSettings(),
+                           trace_model=args.trace_model, workers=args.workers)
     if args.gpus is not None:
         settings = replace(settings, gpus=args.gpus)
     if args.density is not None:

@@ -84,7 +84,6 @@ def test_bad_fields_name_their_path(change: Callable[[dict[str, Any]], None], fi
 
 @pytest.mark.parametrize("formulation", [MergeOffline(), RoundIlp()])
 @pytest.mark.parametrize(("key", "field"), [("base_model", "jobs[1].base_model"),
-                                            ("classes", "jobs[1].classes"),
                                             ("duration_s", "jobs[1].duration_s")])
 def test_a_task_without_titan_fields_is_refused(formulation: MergeOffline | RoundIlp,
                                                 key: str, field: str) -> None:
@@ -92,6 +91,19 @@ def test_a_task_without_titan_fields_is_refused(formulation: MergeOffline | Roun
     with pytest.raises(InputError) as caught:
         formulation.solve(instance)
     assert caught.value.field == field
+
+
+def test_a_task_without_classes_is_never_merged() -> None:
+    # A and B pass every rule but the labels: without B's classes no similarity exists, the
+    # verdict names it, and the offline merger runs both alone
+    from schedlab.formulations.titan.merge import explain_pair
+
+    instance = instance_from_dict(changed(lambda d: d["jobs"][1].pop("classes")))
+    verdict = explain_pair(instance, "A", "B")
+    assert not verdict.may_merge
+    assert any("no class labels for task B" in reason for reason in verdict.reasons)
+    solution = MergeOffline().solve(instance)
+    assert not solution.groups
 
 
 def test_offline_refuses_arrivals() -> None:

@@ -78,6 +78,10 @@ BUILTIN_POLICIES: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
     ("titan_no_pipeline", "schedlab.policies.titan:Titan",
      "Titan without the pipelined switch (every reallocation pays the whole parameter load)",
      {"merging": True, "pipelined_switch": False}),
+    ("titan_code_quirks", "schedlab.policies.titan:Titan",
+     "Titan with TitanSched's merge quirks: a merged pair trains only its first member's "
+     "work (the second rides free) and its GPU cap is the last pending task's",
+     {"merging": True, "pipelined_switch": True, "code_quirks": True}),
 )
 
 #: Gavel formulations whose online policy is a list policy of its own, not the adapter:

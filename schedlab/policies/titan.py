@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import Counter
 from dataclasses import replace
 
 import numpy as np
@@ -78,6 +79,9 @@ class Titan(Policy):
         time_limit_s: time limit of one round's solve (the code's 30 s).
         rule: the merge rule (default: the one the elastic state carries, the instance's
             threshold and pair entries).
+        code_quirks: merge as TitanSched's code does where it departs from its design
+            (:attr:`~schedlab.formulations.titan.merge.MergeRule.code_quirks`; registered as
+            ``titan_code_quirks``).  Off by default.
     """
 
     name = "titan"
@@ -87,19 +91,37 @@ class Titan(Policy):
     def __init__(self, *, merging: bool = True, pipelined_switch: bool = True,
                  penalty: float = DEFAULT_PENALTY,
                  time_limit_s: float = DEFAULT_TIME_LIMIT_S,
-                 rule: MergeRule | None = None) -> None:
+                 rule: MergeRule | None = None, code_quirks: bool = False) -> None:
         super().__init__()
         self.merging = merging
+        self.code_quirks = code_quirks
         self.pipelined_switch = pipelined_switch
         self.penalty = penalty
         self.options = SolverOptions(time_limit_s=time_limit_s)
         self.rule = rule
         self.merges = 0  # pairs merged in the run so far
+        #: merge candidates offered to the ILP, one entry per solved round
+        self.merge_candidates: list[int] = []
+        #: pairs the merge rule turned down, by the first rule each failed
+        self.merge_rejections: Counter[str] = Counter()
 
     def reset(self) -> None:
-        """Counters and the merge count to zero."""
+        """Counters, the merge count and the merge accounting to zero."""
         super().reset()
         self.merges = 0
+        self.merge_candidates = []
+        self.merge_rejections = Counter()
+
+    def merge_accounting(self) -> dict[str, object]:
+        """What the merger saw in the run: rounds solved, merge candidates offered (total,
+        rounds with any, most in one round), pairs merged, and the pairs the rule turned
+        down by the first rule each failed (started, model, dataset, benefit, labels,
+        similarity; :func:`~schedlab.formulations.titan.round_ilp.merge_candidates`)."""
+        offered = self.merge_candidates
+        return {"rounds": len(offered), "candidates": sum(offered),
+                "rounds_with_candidates": sum(1 for c in offered if c),
+                "most_candidates": max(offered, default=0), "merged_pairs": self.merges,
+                "rejected": dict(sorted(self.merge_rejections.items()))}
 
     # ------------------------------------------------------------------ elastic mode
     def plan(self, state: ElasticState) -> list[Grant]:
@@ -108,9 +130,13 @@ class Titan(Policy):
         units = {unit.id: unit for unit in state.units}
         tasks = [self._task(unit, state) for unit in state.units]
         rule = (self.rule or state.merge_rule) if self.merging else None
+        if rule is not None and self.code_quirks and not rule.code_quirks:
+            rule = replace(rule, code_quirks=True)
         decision = self._solve(lambda: solve_round(tasks, state.gpus, state.round_s,
                                                    rule=rule, penalty=self.penalty,
-                                                   options=self.options))
+                                                   options=self.options,
+                                                   rejected=self.merge_rejections,
+                                                   offered=self.merge_candidates))
         if decision is None:
             return self._fallback(state)
         grants = [Grant(units[uid].members, gpus)

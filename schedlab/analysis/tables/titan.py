@@ -68,6 +68,7 @@ POLICIES: tuple[tuple[str, str, Mapping[str, Any]], ...] = (
     ("Titan (w/o task merger)", "titan_no_merge", {}),
     ("Titan (w/o pipeline switch)", "titan_no_pipeline", {}),
     ("Titan", "titan", {}),
+    ("Titan (code's merge quirks)", "titan_code_quirks", {}),
 )
 #: The ratios' reference.
 REFERENCE = "srtf"
@@ -85,8 +86,13 @@ LATEX_NAME = f"{STEM}.tex"
 MANIFEST_NAME = f"{STEM}{output.MANIFEST_SUFFIX}"
 PLOT_NAME = "titan_density.png"
 CELLS_FOLDER = "cells"
-CELL_FORMAT = 1
+CELL_FORMAT = 2
 HOUR_S = 3600.0
+#: Workload presets: ``paper`` (TitanSched's recorded traces, :mod:`schedlab.workloads.
+#: titan_paper`) and ``generated`` (:func:`schedlab.workloads.titan.generate_titan_instance`).
+PRESETS: tuple[str, ...] = ("paper", "generated")
+#: The policies the code runs at its baseline interval (300 s) rather than Titan's 120 s.
+BASELINE_POLICIES: frozenset[str] = frozenset({"srtf", "tiresias"})
 
 
 @dataclass(frozen=True)
@@ -96,19 +102,29 @@ class TableSettings:
     at the request up to ``max_duration_s``, ``policies`` in row order, ``workers``
     simulations at once in local processes."""
 
-    gpus: int = 64
+    gpus: int = 32
     density: float = 1.0
     densities: tuple[float, ...] = DENSITIES
     jobs_per_gpu: float = 1.0
     max_duration_s: float = 36000.0
     model: str = "mixed"
-    seeds: tuple[int, ...] = DEFAULT_SEEDS
+    seeds: tuple[int, ...] = (0,)
     policies: tuple[tuple[str, str, Mapping[str, Any]], ...] = POLICIES
     workers: int = 1
+    preset: str = "paper"
+    trace_model: str = "vit"
 
     def describe(self) -> str:
         """One sentence: the workload and the seeds."""
         seeds = ", ".join(str(s) for s in self.seeds)
+        if self.preset == "paper":
+            from schedlab.workloads.titan_paper import trace_name
+
+            traces = ", ".join(trace_name(d, self.trace_model) for d in self.all_densities)
+            return (f"TitanSched's recorded traces {traces} (paper preset: work from its "
+                    "fine-tuning trajectories, speed from its V100 profiles) on 32 GPUs in "
+                    "8 nodes of 4; Titan at 120 s rounds, SRTF and Tiresias at 300 s as in "
+                    "its experiment script")
         hours = self.max_duration_s / HOUR_S
         return (f"Titan workloads ({self.model} base models, {self.jobs_per_gpu:g} task(s) per "
                 f"GPU at density 1, durations 5 min to {hours:g} h) on {self.gpus} GPUs in "
@@ -120,11 +136,24 @@ class TableSettings:
         return tuple(sorted({*self.densities, self.density}))
 
 
+def generated_settings(**overrides: Any) -> TableSettings:
+    """The table on generated workloads (the setting before the paper preset): 64 GPUs,
+    mixed base models, one task per GPU at density 1, seeds 0, 1, 2."""
+    base = TableSettings(gpus=64, seeds=DEFAULT_SEEDS, preset="generated")
+    return replace(base, **overrides)
+
+
+def generated_quick_overrides() -> dict[str, Any]:
+    """What ``--quick`` changes on the generated preset: 16 GPUs, 0.5 tasks per GPU,
+    durations up to 2 h, densities 1 and 2, seed 0."""
+    return {"preset": "generated", "gpus": 16, "densities": (1.0, 2.0), "jobs_per_gpu": 0.5,
+            "max_duration_s": 7200.0, "seeds": (0,)}
+
+
 def quick_settings(**overrides: Any) -> TableSettings:
-    """The ``--quick`` table (well under a minute): 16 GPUs, 0.5 tasks per GPU, durations up
-    to 2 h, densities 1 and 2, seed 0, all five policies."""
-    base = TableSettings(gpus=16, densities=(1.0, 2.0), jobs_per_gpu=0.5,
-                         max_duration_s=7200.0, seeds=(0,))
+    """The ``--quick`` table (well under a minute): the paper preset's density-1 trace only,
+    all five policies."""
+    base = TableSettings(densities=(1.0,))
     return replace(base, **overrides)
 
 
@@ -134,6 +163,17 @@ def check_settings(settings: TableSettings) -> None:
         raise InputError("the table needs distinct seeds", field="--seeds")
     if any(s < 0 for s in settings.seeds):
         raise InputError("seeds must be >= 0", field="--seeds")
+    if settings.preset not in PRESETS:
+        raise InputError(f"unknown preset {settings.preset!r} (known: {', '.join(PRESETS)})",
+                         field="--preset")
+    if settings.preset == "paper":
+        from schedlab.workloads.titan_paper import PAPER_NODES, trace_name
+
+        if settings.gpus != PAPER_NODES * 4:
+            raise InputError(f"the paper preset's cluster is the code's {PAPER_NODES * 4} "
+                             f"GPUs, not {settings.gpus}", field="--gpus")
+        for density in settings.all_densities:
+            trace_name(density, settings.trace_model)
     if settings.gpus < 4 or settings.gpus % 4:
         raise InputError(f"GPUs must be whole nodes of 4, got {settings.gpus}", field="--gpus")
     if any(not (math.isfinite(d) and d > 0) for d in settings.all_densities):
@@ -177,6 +217,7 @@ class CellResult:
     wall_s: float
     solver_time_s: float
     rounds: int
+    accounting: dict[str, Any] = field(default_factory=dict)
     cached: bool = False
 
     def to_json(self) -> dict[str, Any]:
@@ -184,7 +225,7 @@ class CellResult:
         return {
             "format": CELL_FORMAT, "policy": self.policy, "density": self.density,
             "seed": self.seed, "wall_s": self.wall_s, "solver_time_s": self.solver_time_s,
-            "rounds": self.rounds,
+            "rounds": self.rounds, "accounting": self.accounting,
             "jobs": {column: [None if isinstance(v, float) and math.isnan(v) else v
                               for v in self.jobs[column].tolist()]
                      for column in ("job", "arrival", "start", "finish", "merged")},
@@ -208,13 +249,24 @@ class CellResult:
         return cls(policy=str(data["policy"]), density=float(data["density"]),
                    seed=int(data["seed"]), jobs=frame, wall_s=float(data["wall_s"]),
                    solver_time_s=float(data["solver_time_s"]), rounds=int(data["rounds"]),
-                   cached=True)
+                   accounting=dict(data.get("accounting") or {}), cached=True)
 
 
-def build_instance(settings: TableSettings, density: float, seed: int) -> Instance:
-    """The (density, seed) workload of the table."""
+def build_instance(settings: TableSettings, density: float, seed: int,
+                   policy: str = "titan") -> Instance:
+    """The (density, seed) workload of the table; on the paper preset the trace of the
+    density, with the round of ``policy`` (300 s for SRTF and Tiresias, else 120 s, as the
+    code's experiment script ``run/exp_cluster/fast_batch_run.sh``)."""
     from schedlab.workloads.titan import generate_titan_instance
 
+    if settings.preset == "paper":
+        from schedlab.workloads.titan_paper import (
+            BASELINE_ROUND_S,
+            generate_titan_paper_instance,
+        )
+
+        round_s = BASELINE_ROUND_S if policy in BASELINE_POLICIES else 120.0
+        return generate_titan_paper_instance(density, settings.trace_model, round_s=round_s)
     return generate_titan_instance(gpus=settings.gpus, density=density, seed=seed,
                                    jobs_per_gpu=settings.jobs_per_gpu, model=settings.model,
                                    max_duration_s=settings.max_duration_s)
@@ -233,8 +285,11 @@ def plan_cells(settings: TableSettings) -> list[Cell]:
     cells = []
     for density in sorted(settings.all_densities, reverse=True):
         for seed in settings.seeds:
-            instance = build_instance(settings, density, seed)
+            shared = build_instance(settings, density, seed)
             for _, name, kwargs in settings.policies:
+                instance = (build_instance(settings, density, seed, name)
+                            if settings.preset == "paper" and name in BASELINE_POLICIES
+                            else shared)
                 cells.append(Cell(name, kwargs, density, seed, instance,
                                   cell_key(instance, name, kwargs)))
     cells.sort(key=lambda c: (not c.policy.startswith("titan"), -c.density))
@@ -255,9 +310,11 @@ def simulate_cell(cell: Cell) -> CellResult:
     merged = {run.job for r in result.rounds for run in r.runs if run.partner is not None}
     frame = result.to_dataframe()[["job", "arrival", "start", "finish"]].copy()
     frame["merged"] = frame["job"].isin(merged)
+    accounting = policy.merge_accounting() if hasattr(policy, "merge_accounting") else {}
     return CellResult(policy=cell.policy, density=cell.density, seed=cell.seed,
                       jobs=frame.reset_index(drop=True), wall_s=wall,
-                      solver_time_s=float(result.solver_time_s), rounds=len(result.rounds))
+                      solver_time_s=float(result.solver_time_s), rounds=len(result.rounds),
+                      accounting=accounting)
 
 
 def run_cell(cell: Cell, folder: str) -> CellResult:
@@ -288,15 +345,23 @@ def run_cells(cells: Sequence[Cell], folder: Path, workers: int = 1,
 # --------------------------------------------------------------------------------- rows
 
 
-def cell_metrics(jobs: pd.DataFrame) -> dict[str, float]:
-    """Average JCT and makespan (s; NaN without finished tasks) and merged tasks."""
+def cell_metrics(jobs: pd.DataFrame, accounting: Mapping[str, Any] | None = None
+                 ) -> dict[str, float]:
+    """Average JCT and makespan (s; NaN without finished tasks), merged tasks, the average
+    JCT of merged and of unmerged tasks (s; NaN when none), and from the policy's merge
+    accounting the merge candidates offered over the run (NaN for a policy without one)."""
     done = jobs[jobs["finish"].notna()]
     jct = done["finish"] - done["arrival"]
+    merged = done["merged"].astype(bool)
     return {
         "avg_jct_s": float(jct.mean()) if len(done) else math.nan,
         "makespan_s": (float(done["finish"].max() - jobs["arrival"].min()) if len(done)
                        else math.nan),
         "merged": float(jobs["merged"].sum()),
+        "avg_jct_merged_s": float(jct[merged].mean()) if merged.any() else math.nan,
+        "avg_jct_unmerged_s": float(jct[~merged].mean()) if (~merged).any() else math.nan,
+        "candidates": (float(accounting["candidates"]) if accounting and "candidates" in
+                       accounting else math.nan),
     }
 
 
@@ -314,6 +379,7 @@ class Row:
     std: dict[str, float] = field(default_factory=dict)
     per_seed: dict[int, dict[str, float]] = field(default_factory=dict)
     wall_s: float = math.nan
+    accounting: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -341,15 +407,17 @@ def titan_table(settings: TableSettings | None = None, out_dir: str | Path = "."
     for density in cfg.all_densities:
         for label, name, _ in cfg.policies:
             per_seed: dict[int, dict[str, float]] = {}
+            accounting: dict[int, dict[str, Any]] = {}
             jobs = unfinished = 0
             for seed in cfg.seeds:
                 own = results[density, seed, name]
                 ref = cell_metrics(results[density, seed, reference].jobs)
-                values = cell_metrics(own.jobs)
+                values = cell_metrics(own.jobs, own.accounting)
                 values["avg_jct_ratio"] = ratio(values["avg_jct_s"], ref["avg_jct_s"])
                 values["makespan_ratio"] = ratio(values["makespan_s"], ref["makespan_s"])
                 values["wall_s"] = own.wall_s
                 per_seed[seed] = values
+                accounting[seed] = own.accounting
                 jobs += len(own.jobs)
                 unfinished += int(own.jobs["finish"].isna().sum())
             mean: dict[str, float] = {}
@@ -358,7 +426,8 @@ def titan_table(settings: TableSettings | None = None, out_dir: str | Path = "."
                 mean[key], std[key] = mean_std([v[key] for v in per_seed.values()])
             rows.append(Row(label=label, policy=name, density=density, seeds=len(cfg.seeds),
                             jobs=jobs, unfinished=unfinished, mean=mean, std=std,
-                            per_seed=per_seed, wall_s=mean["wall_s"]))
+                            per_seed=per_seed, wall_s=mean["wall_s"],
+                            accounting=accounting))
     return TitanTable(settings=cfg, rows=rows)
 
 
@@ -366,14 +435,16 @@ def titan_table(settings: TableSettings | None = None, out_dir: str | Path = "."
 
 CSV_COLUMNS: tuple[str, ...] = (
     "label", "policy", "density", "stat", "seed", "jobs", "unfinished", "avg_jct_s",
-    "makespan_s", "avg_jct_ratio", "makespan_ratio", "merged", "wall_s",
+    "makespan_s", "avg_jct_ratio", "makespan_ratio", "merged", "candidates",
+    "avg_jct_merged_s", "avg_jct_unmerged_s", "wall_s",
 )
 
 
 def to_frame(table: TitanTable) -> pd.DataFrame:
     """The CSV: per (density, policy) one row per seed, then ``mean`` and ``std`` rows."""
     out: list[dict[str, Any]] = []
-    keys = ("avg_jct_s", "makespan_s", "avg_jct_ratio", "makespan_ratio", "merged", "wall_s")
+    keys = ("avg_jct_s", "makespan_s", "avg_jct_ratio", "makespan_ratio", "merged",
+            "candidates", "avg_jct_merged_s", "avg_jct_unmerged_s", "wall_s")
     for row in table.rows:
         head = {"label": row.label, "policy": row.policy, "density": row.density}
         for seed, values in row.per_seed.items():
@@ -419,6 +490,28 @@ def document(table: TitanTable) -> Document:
     parts.append(Block(header=["policy", "avg JCT (h)", "makespan (h)", "avg JCT / SRTF",
                                "makespan / SRTF", "merged", "paper avg JCT (h)",
                                "paper makespan (h)", "wall (s)"], rows=rows))
+    parts.append(Heading(f"The merger at density {cfg.density:g}"))
+    merge_rows: list[list[str]] = []
+    for row in table.at(cfg.density):
+        if not row.accounting or not any(row.accounting.values()):
+            continue
+        first = row.accounting[min(row.accounting)]
+        rejected = first.get("rejected", {})
+        merge_rows.append([
+            row.label, f"{row.mean['candidates']:.0f}", f"{row.mean['merged']:.0f}",
+            pm(row.mean["avg_jct_merged_s"], row.std["avg_jct_merged_s"], ".2f",
+               1 / HOUR_S, seeds),
+            pm(row.mean["avg_jct_unmerged_s"], row.std["avg_jct_unmerged_s"], ".2f",
+               1 / HOUR_S, seeds),
+            ", ".join(f"{k} {v}" for k, v in rejected.items()) or "-"])
+    parts.append(Block(header=["policy", "candidates offered", "tasks merged",
+                               "avg JCT merged (h)", "avg JCT unmerged (h)",
+                               f"pairs turned down, by rule (seed {min(cfg.seeds)})"],
+                       rows=merge_rows))
+    parts.append("candidates offered = merge candidates the round ILPs were offered over the "
+                 "run; a pair is turned down by the first rule it fails: started (a member "
+                 "ran), model, dataset (the same), benefit, labels (a member without class "
+                 "labels), similarity; counted once per round it was considered.")
     unfinished = sum(row.unfinished for row in table.rows)
     if unfinished:
         parts.append(f"{unfinished} task(s) did not finish (their JCT is left out).")

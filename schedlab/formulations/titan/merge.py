@@ -8,7 +8,8 @@ r"""Titan's merge rule, merged durations and merge benefit.
    multi-task learning) -- a task without a dataset differs from every other;
 4. their task similarity S(A, B) >= the threshold ``params.similarity_threshold``
    (default :data:`DEFAULT_SIMILARITY_THRESHOLD`), S computed from the class labels on the
-   concept hierarchy (:func:`hierarchy_similarity`; injectable for tests);
+   concept hierarchy (:func:`hierarchy_similarity`; injectable for tests); a task without
+   class labels has no similarity and never passes;
 5. the benefit rule accepts them (below).
 
 **Merged duration.**  A pair's duration profile M_AB(a) is its entry in the instance's
@@ -66,6 +67,27 @@ JOINT_EPOCH_FACTOR = 1.0 / 1.55
 DEFAULT_SIMILARITY_THRESHOLD = 0.55
 
 
+#: The code's dataset order (``common/applications.py`` lines 6 and 9, ``/`` written ``#``):
+#: a merged pair's first member is the task whose dataset comes first.
+CODE_DATASET_ORDER: Mapping[str, int] = {
+    name: i for names in (
+        ("wnli", "rte", "mrpc", "stsb", "sst2", "qnli", "qqp", "mnli", "ag_news",
+         "wikitext-103", "snli"),
+        ("Bingsu#Cat_and_Dog", "frgfm#imagenette", "cifar100", "fashion_mnist", "mnist",
+         "food101", "imagenet-split-0", "imagenet-split-1", "imagenet-split-2"))
+    for i, name in enumerate(names)}
+
+
+def code_first(a: TitanTask, b: TitanTask) -> TitanTask:
+    """The member TitanSched's merged job copies: the one whose dataset comes first in
+    :data:`CODE_DATASET_ORDER`; ``a`` when either dataset is not in it."""
+    rank_a = CODE_DATASET_ORDER.get(a.dataset or "")
+    rank_b = CODE_DATASET_ORDER.get(b.dataset or "")
+    if rank_a is None or rank_b is None:
+        return a
+    return b if rank_b < rank_a else a
+
+
 def hierarchy_similarity(labels_a: Sequence[str], labels_b: Sequence[str],
                          label_set_a: str | None = None,
                          label_set_b: str | None = None) -> float:
@@ -116,12 +138,30 @@ class MergeRule:
     ``entries``: the instance's pair entries by unordered pair; ``similarity``: S(A, B)
     (default :func:`hierarchy_similarity`); ``benefit_base``: the least beta (0 switches the
     benefit rule off, for experiments); ``row_rule``: the round ILP's log10 rule on or off.
-    Similarities are cached per pair of label lists."""
+    Similarities are cached per pair of label lists.
+
+    ``code_quirks`` (default off) merges as TitanSched's code does where it departs from the
+    design, read in ``client/job/foundation_model.py`` and ``alg/scheduler/titan_mtask.py``
+    at f71cf44:
+
+    * *the second member rides free*: ``MtaskFoundationModelJob.__init__`` (lines 633-637)
+      copies every attribute of its first member A -- the one whose dataset comes first in
+      the code's dataset list (lines 628-631; :data:`CODE_DATASET_ORDER`), not the earlier
+      task -- including ``max_progress``, so the pair trains A's work alone at A's speed:
+      M_AB(a) = d_A(a), and its benefit is (W_A + W_B + min(W_A, W_B)) / (2 W_A)
+      (``reweight``, lines 675-677; the same as beta here when both members train at one
+      speed);
+    * *the stale loop variable*: ``mtask_builder`` (lines 52-53 there) caps a pair's GPU
+      options with ``job.max_num_gpus``, where ``job`` is left over from the loop over the
+      pending jobs (lines 13-16): the last never-started task of the round, not the pair;
+    * *no similarity*: ``mtask_builder`` pairs any two never-started tasks of different
+      datasets (lines 37-41) and compares no class labels, so rule 4 is skipped."""
 
     threshold: float = DEFAULT_SIMILARITY_THRESHOLD
     joint_epoch_factor: float = JOINT_EPOCH_FACTOR
     benefit_base: float = BENEFIT_THRESHOLD
     row_rule: bool = True
+    code_quirks: bool = False
     entries: Mapping[frozenset[str], tuple[dict[int, float] | None, float | None]] = field(
         default_factory=dict)
     similarity: Similarity | None = None
@@ -167,10 +207,13 @@ class MergeRule:
         return reasons
 
     def merged_profile(self, a: TitanTask, b: TitanTask) -> dict[int, float]:
-        """M_AB as a {gpus: seconds} profile; ``a`` is the first member."""
+        """M_AB as a {gpus: seconds} profile; ``a`` is the first member (with
+        ``code_quirks``: the code's first member trains alone, class docstring)."""
         measured, factor = self.entries.get(frozenset((a.id, b.id)), (None, None))
         if measured is not None:
             return dict(measured)
+        if self.code_quirks:
+            return dict(code_first(a, b).duration_s)
         phi = self.joint_epoch_factor if factor is None else factor
         if a.work is not None and b.work is not None:
             scale = phi * (1.0 + b.work / a.work)
@@ -197,7 +240,13 @@ class MergeRule:
         ``benefit_base``.  The similarity is computed only when rules 1-3 hold."""
         reasons = self.static_reasons(a, b)
         similarity = None
-        if not reasons:
+        unlabelled = [task.id for task in (a, b) if not task.classes]
+        if self.code_quirks:  # the code compares no labels (class docstring)
+            pass
+        elif not reasons and unlabelled:
+            reasons.append(f"no class labels for task {' and '.join(unlabelled)}: no task "
+                           "similarity")
+        elif not reasons:
             similarity = self.similarity_of(a, b)
             if similarity < self.threshold:
                 reasons.append(f"task similarity {similarity:.4g} < threshold "

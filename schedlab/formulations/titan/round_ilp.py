@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
@@ -72,6 +73,7 @@ from schedlab.formulations.titan.merge import (
     MergeRule,
     Similarity,
     benefit_threshold,
+    code_first,
 )
 from schedlab.formulations.titan.speed import duration_at
 from schedlab.formulations.titan.tasks import TitanTask, titan_tasks
@@ -250,14 +252,19 @@ def order_runnable(tasks: Sequence[TitanTask], gpus: int) -> tuple[list[TitanTas
     return inside, [tasks[i] for i in order[gpus:]]
 
 
-def merge_candidates(tasks: Sequence[TitanTask], gpus: int, rule: MergeRule) -> list[
-        MergeCandidate]:
+def merge_candidates(tasks: Sequence[TitanTask], gpus: int, rule: MergeRule,
+                     rejected: Counter[str] | None = None) -> list[MergeCandidate]:
     """The pairs of ``tasks`` that pass ``rule`` in one round, pairs (i < j) in the given
     order, the first member the earlier task.  Each keeps its non-zero options a <= min(G,
     max_gpus_A + max_gpus_B) with beta(a) >= the threshold in force (:func:`~schedlab.
     formulations.titan.merge.benefit_threshold` of the rows of the pairs accepted before,
     when ``rule.row_rule``).  Vectorized over pairs; the similarity is computed only for
-    pairs that pass everything else."""
+    pairs that pass everything else.
+
+    ``rejected``, when given, counts the pairs turned down by the first rule each fails, in
+    the order checked: ``started`` (a member has run), ``model`` (different base models),
+    ``dataset`` (the same dataset), ``benefit`` (below the threshold in force), ``labels``
+    (a member without class labels), ``similarity`` (below the threshold)."""
     n = len(tasks)
     if n < 2:
         return []
@@ -268,7 +275,13 @@ def merge_candidates(tasks: Sequence[TitanTask], gpus: int, rule: MergeRule) -> 
                        for i, t in enumerate(tasks)])
     unstarted = np.flatnonzero(eligible)
     first, second = (unstarted[k] for k in np.triu_indices(len(unstarted), k=1))
-    keep = (models[first] == models[second]) & (datasets[first] != datasets[second])
+    same_model = models[first] == models[second]
+    keep = same_model & (datasets[first] != datasets[second])
+    if rejected is not None:
+        u = len(unstarted)
+        rejected["started"] += n * (n - 1) // 2 - u * (u - 1) // 2
+        rejected["model"] += int((~same_model).sum())
+        rejected["dataset"] += int((same_model & ~keep).sum())
     first, second = first[keep], second[keep]
     if not len(first):
         return []
@@ -276,17 +289,31 @@ def merge_candidates(tasks: Sequence[TitanTask], gpus: int, rule: MergeRule) -> 
     best = np.where(options[None, :] <= limit[:, None], beta, -np.inf).max(axis=1)
     out: list[MergeCandidate] = []
     rows = 0
-    for k in np.flatnonzero(best >= rule.benefit_base):
+    passing = np.flatnonzero(best >= rule.benefit_base)
+    if rejected is not None:
+        rejected["benefit"] += len(first) - len(passing)
+    for k in passing:
         need = benefit_threshold(rows, rule.benefit_base) if rule.row_rule else rule.benefit_base
         if best[k] < need:
+            if rejected is not None:
+                rejected["benefit"] += 1
             continue
         a, b = tasks[first[k]], tasks[second[k]]
-        if rule.similarity_of(a, b) < rule.threshold:
+        if rule.code_quirks:  # the code compares no labels (MergeRule.code_quirks)
+            pass
+        elif not (a.classes and b.classes):
+            if rejected is not None:
+                rejected["labels"] += 1
+            continue
+        elif rule.similarity_of(a, b) < rule.threshold:
+            if rejected is not None:
+                rejected["similarity"] += 1
             continue
         ok = (options <= limit[k]) & (beta[k] >= need)
         out.append(MergeCandidate(
             tasks=(a.id, b.id), duration_s=rule.merged_profile(a, b),
-            max_gpus=rule.pair_max_gpus(a, b), options=tuple(int(x) for x in options[ok]),
+            max_gpus=int(limit[k]) if rule.code_quirks else rule.pair_max_gpus(a, b),
+            options=tuple(int(x) for x in options[ok]),
             benefit=tuple(float(x) for x in beta[k][ok])))
         rows += 1 + int(ok.sum())
     return out
@@ -323,19 +350,28 @@ def _pair_benefits(tasks: Sequence[TitanTask], first: IntArray, second: IntArray
     ratio = np.where(with_work, works[second] / np.where(with_work, works[first], 1.0), 0.0)
     merged = np.where(with_work[:, None], (phi * (1.0 + ratio))[:, None] * full[first],
                       phi[:, None] * (full[first] + full[second]))
+    if rule.code_quirks:  # the code's first member trains alone (MergeRule.code_quirks)
+        leader = np.array([code_first(tasks[i], tasks[j]) is tasks[j]
+                           for i, j in zip(first, second, strict=True)], dtype=bool)
+        merged = np.where(leader[:, None], full[second], full[first])
     for k in measured:
         merged[k] = duration_at(rule.merged_profile(tasks[first[k]], tasks[second[k]]), opts)
     beta = (alone_a + alone_b + np.minimum(alone_a, alone_b)) / (2.0 * merged)
     limit = np.minimum(maxg[first] + maxg[second], options[-1] if len(options) else 0)
+    if rule.code_quirks:  # the stale loop variable: the last never-started task's cap
+        stale = next((t.max_gpus for t in reversed(tasks) if not t.started), 0)
+        limit = np.minimum(limit, stale)
     return beta, limit.astype(np.int64)
 
 
 def round_problem(tasks: Sequence[TitanTask], gpus: int, round_s: float, *,
                   rule: MergeRule | None = None, penalty: float = DEFAULT_PENALTY,
-                  candidates: Sequence[MergeCandidate] | None = None) -> RoundProblem:
+                  candidates: Sequence[MergeCandidate] | None = None,
+                  rejected: Counter[str] | None = None) -> RoundProblem:
     """The arrays of one round (module docstring).  ``tasks``: the runnable tasks;
     ``rule=None`` and no ``candidates``: no merging; ``candidates`` given: used as they are
-    (their tasks must be in the round)."""
+    (their tasks must be in the round); ``rejected``: counts the pairs the rule turns down
+    (:func:`merge_candidates`)."""
     if gpus < 1:
         raise InputError(f"a round needs at least one GPU, got {gpus}", field="gpus")
     if not round_s > 0:
@@ -347,7 +383,8 @@ def round_problem(tasks: Sequence[TitanTask], gpus: int, round_s: float, *,
     if candidates is None:
         given = {t.id: i for i, t in enumerate(tasks)}
         in_order = sorted(inside, key=lambda t: given[t.id])
-        candidates = merge_candidates(in_order, gpus, rule) if rule is not None else []
+        candidates = (merge_candidates(in_order, gpus, rule, rejected) if rule is not None
+                      else [])
     position = {t.id: i for i, t in enumerate(inside)}
     cand_cols: list[IntArray] = []
     gpu_cols: list[IntArray] = []
@@ -443,11 +480,17 @@ def _gap(objective: float | None, bound: float | None) -> float | None:
 def solve_round(tasks: Sequence[TitanTask], gpus: int, round_s: float, *,
                 rule: MergeRule | None = None, penalty: float = DEFAULT_PENALTY,
                 options: SolverOptions | None = None,
-                candidates: Sequence[MergeCandidate] | None = None) -> RoundDecision:
-    """One round of Titan (module docstring): cap, candidates, ILP, decision."""
+                candidates: Sequence[MergeCandidate] | None = None,
+                rejected: Counter[str] | None = None,
+                offered: list[int] | None = None) -> RoundDecision:
+    """One round of Titan (module docstring): cap, candidates, ILP, decision.
+    ``rejected`` counts the pairs the merge rule turns down (:func:`merge_candidates`);
+    ``offered``, when given, gets the number of merge candidates appended."""
     t0 = time.perf_counter()
     problem = round_problem(tasks, gpus, round_s, rule=rule, penalty=penalty,
-                            candidates=candidates)
+                            candidates=candidates, rejected=rejected)
+    if offered is not None:
+        offered.append(len(problem.pairs))
     prepared = time.perf_counter() - t0
     decision = solve_problem(problem, options)
     decision.build_s += prepared

@@ -49,8 +49,9 @@ class TitanTask:
 
 def require_titan_fields(instance: Instance, formulation: str) -> None:
     """Raise an :class:`InputError` naming the field unless every job is a Titan task:
-    ``base_model``, non-empty ``classes`` and ``duration_s``; and the cluster has one
-    accelerator type."""
+    ``base_model`` and ``duration_s``; and the cluster has one accelerator type.  ``classes``
+    may be absent: the similarity rule never merges a task without class labels (its
+    verdict says so), as for datasets whose labels no concept hierarchy holds."""
     if len(instance.cluster.accelerators) != 1:
         raise InputError(f"formulation {formulation} needs exactly one accelerator type",
                          field="cluster.accelerators")
@@ -59,10 +60,6 @@ def require_titan_fields(instance: Instance, formulation: str) -> None:
             raise InputError(f"task {job.id!r} has no base model: {formulation} merges only "
                              "tasks that fine-tune the same base model",
                              field=f"jobs[{i}].base_model")
-        if not job.classes:
-            raise InputError(f"task {job.id!r} has no classes: {formulation} compares the "
-                             "class labels of tasks",
-                             field=f"jobs[{i}].classes")
         if not job.duration_s:
             raise InputError(f"task {job.id!r} has no duration_s ({{gpus: seconds}})",
                              field=f"jobs[{i}].duration_s")
