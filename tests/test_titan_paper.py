@@ -177,3 +177,27 @@ def test_code_quirks_train_the_first_datasets_work_alone() -> None:
     assert candidate.benefit[0] == pytest.approx(1.5)
     # the stale loop variable: the pair's cap is the last never-started task's (1 GPU)
     assert candidate.max_gpus == 1 and candidate.options == (1,)
+
+
+def test_an_unknown_label_set_is_one_line_naming_the_field(
+        tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+    from pathlib import Path
+
+    from schedlab.cli import main
+
+    folder = Path(str(tmp_path))
+    source = (Path(__file__).resolve().parents[1] / "instances" / "titan"
+              / "small-10tasks-16gpus.json")
+    document = json.loads(source.read_text())
+    for job in document["jobs"]:
+        job["arrival"] = 0
+    document["jobs"][2]["label_set"] = "bogus_set"
+    bad = folder / "bad.json"
+    bad.write_text(json.dumps(document))
+    code = main(["solve", str(bad), "-f", "titan.merge_offline", "--out",
+                 str(folder / "out.json")])
+    _, err = capsys.readouterr()
+    assert code == 2 and err.count("\n") == 1
+    assert "jobs[2].label_set" in err and "bogus_set" in err and str(bad) in err
+    assert not (folder / "out.json").exists()

@@ -63,6 +63,16 @@ def require_titan_fields(instance: Instance, formulation: str) -> None:
         if not job.duration_s:
             raise InputError(f"task {job.id!r} has no duration_s ({{gpus: seconds}})",
                              field=f"jobs[{i}].duration_s")
+    named = {job.label_set for job in instance.jobs if job.label_set is not None}
+    if named:
+        from schedlab.formulations.titan.hierarchy import label_sets
+
+        known = label_sets()
+        for i, job in enumerate(instance.jobs):
+            if job.label_set is not None and job.label_set not in known:
+                raise InputError(f"task {job.id!r} names the unknown label set "
+                                 f"{job.label_set!r} (known: {', '.join(sorted(known))})",
+                                 field=f"jobs[{i}].label_set")
 
 
 def titan_tasks(instance: Instance, formulation: str = "titan") -> list[TitanTask]:
