@@ -37,6 +37,18 @@ class WarmStartHighs(Highs):
     def _mute_console(self) -> None:
         if self._solver_model is not None:
             self._solver_model.setOptionValue("log_to_console", False)
+            self._make_interruptible()
+
+    def _make_interruptible(self) -> None:
+        """Pyomo calls ``self._solver_model.run()``: route it through
+        :func:`~schedlab.solvers.interrupt.run_interruptibly` so Ctrl-C stops the solve."""
+        model = self._solver_model
+        if getattr(model, "_schedlab_interruptible", False):
+            return
+        from schedlab.solvers.interrupt import run_interruptibly
+
+        model.run = lambda: run_interruptibly(model)
+        model._schedlab_interruptible = True
 
     def _add_variables(self, variables: list[Any]) -> None:
         super()._add_variables(variables)

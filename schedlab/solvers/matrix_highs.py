@@ -35,6 +35,7 @@ from schedlab.errors import SolverError
 from schedlab.solution import Status
 from schedlab.solvers.base import SolveResult, SolverOptions
 from schedlab.solvers.highs_quiet import new_highs
+from schedlab.solvers.interrupt import run_interruptibly
 from schedlab.solvers.matrix import (
     FloatArray,
     IntArray,
@@ -183,7 +184,7 @@ class HighsMatrixModel(MatrixModel):
         elif self.is_mip and "solver" in self._set and "solver" not in self.options.extra:
             self._option("solver", "choose")
         started = time.perf_counter()
-        self.highs.run()
+        run_interruptibly(self.highs)
         if self.highs.getModelStatus() == _MS.kUnboundedOrInfeasible:
             self._settle_without_presolve()
         elif self.is_mip and self._stale_solution():
@@ -239,7 +240,7 @@ class HighsMatrixModel(MatrixModel):
         tell which), or returned a stale solution vector (:meth:`_stale_solution`)."""
         saved = self._set.get("presolve", _UNSET)
         self._option("presolve", "off")
-        self.highs.run()
+        run_interruptibly(self.highs)
         if saved is _UNSET:
             self._option("presolve", "choose")
         else:
