@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 
 @contextmanager
@@ -39,3 +40,11 @@ def write_bytes_atomic(path: str | Path, payload: bytes) -> None:
     """Write ``payload`` to ``path`` atomically."""
     with atomic_path(path) as tmp:
         tmp.write_bytes(payload)
+
+
+def write_json_atomic(path: str | Path, payload: Any, *, indent: int | None = 2) -> None:
+    """Write JSON to a temporary file in the same folder, then rename (never half-written)."""
+    import json
+
+    text = json.dumps(payload, indent=indent, allow_nan=False) + "\n"
+    write_bytes_atomic(path, text.encode("utf-8"))

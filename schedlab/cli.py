@@ -775,7 +775,7 @@ def _add_shockwave_table(which: Any, common: argparse.ArgumentParser) -> None:
     """``tables shockwave``: policies on Shockwave's 120-job trace (docs/reproduction.md)."""
     import os
 
-    from schedlab.workloads.throughputs import THROUGHPUT_SOURCES
+    from schedlab.defaults import SHIPPED_THROUGHPUTS as THROUGHPUT_SOURCES
 
     shockwave = which.add_parser(
         "shockwave", parents=[common],
@@ -1193,7 +1193,7 @@ def _name_list(text: str) -> list[str]:
 
 def _add_simulation_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     """The ``simulate`` and ``compare`` subcommands (online policies in the simulator)."""
-    from schedlab.workloads.traces import TRACE_FORMATS
+    from schedlab.defaults import TRACE_FORMATS
 
     shared = _Parser(add_help=False)
     work = shared.add_argument_group("workload")

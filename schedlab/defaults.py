@@ -19,3 +19,15 @@ UNFAIR_THRESHOLD = 1.05
 #: preemption and finish).  Here, not in the executor, so the command line can show it
 #: without importing torch.
 REPLAY_CHECKPOINT_EVERY_S = 10.0
+
+#: The throughput tables shipped in ``schedlab/data`` by name: the path parts of each file
+#: (:func:`schedlab.workloads.throughputs.load_throughputs`).  Here, not there, so the command
+#: line can list the names without importing the workload generators.
+SHIPPED_THROUGHPUTS: dict[str, tuple[str, ...]] = {
+    "gavel": ("gavel_throughputs.json",),
+    "shockwave-tacc": ("shockwave", "tacc_throughputs.json"),
+}
+
+#: Cluster-trace formats ``simulate --trace-format`` reads
+#: (:mod:`schedlab.workloads.traces`); here so the command line need not import the readers.
+TRACE_FORMATS: tuple[str, ...] = ("philly", "helios", "pai", "shockwave")

@@ -32,6 +32,7 @@ from pydantic import (
 )
 
 from schedlab.atomic import write_bytes_atomic
+from schedlab.atomic import write_json_atomic as write_json_atomic  # re-exported
 from schedlab.colocation import Colocation, ColocationError, colocation_of
 from schedlab.defaults import ROUND_S, UNFAIR_THRESHOLD
 from schedlab.documents import MAX_FILE_BYTES as MAX_FILE_BYTES  # re-exported
@@ -279,6 +280,9 @@ class Params(_Strict):
     switch_on_first_task: bool = Field(
         default=False, description="Hare: a GPU's first task also waits its job's switch "
         "seconds (default: the first task pays nothing)")
+    one_type_per_round: bool = Field(
+        default=False, description="Hare: all tasks of one round of a job run on one GPU "
+        "type (no round spread over types; default: a round may spread)")
     similarity_threshold: Annotated[float, Field(ge=0.0, le=1.0)] | None = Field(
         default=None, description="Titan: least task similarity of a merged pair (None: "
         "the Titan default)"
@@ -705,12 +709,6 @@ def load_instance(path: str | Path) -> Instance:
     if instance.name == "unnamed":
         instance.name = Path(path).name.split(".")[0]
     return instance
-
-
-def write_json_atomic(path: str | Path, payload: Any, *, indent: int | None = 2) -> None:
-    """Write JSON to a temporary file in the same folder, then rename (never half-written)."""
-    text = json.dumps(payload, indent=indent, allow_nan=False) + "\n"
-    write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def save_instance(instance: Instance, path: str | Path) -> None:

@@ -33,8 +33,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from schedlab.atomic import write_json_atomic
+from schedlab.documents import read_document
 from schedlab.errors import InputError
-from schedlab.instance import read_document, write_json_atomic
 
 THROUGHPUTS_SCHEMA = "schedlab/throughputs@1"
 

@@ -37,10 +37,12 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from schedlab.errors import InputError, SchedlabError, UnknownNameError
-from schedlab.instance import SaturnConfig
+
+if TYPE_CHECKING:
+    from schedlab.instance import SaturnConfig
 
 log = logging.getLogger(__name__)
 
@@ -327,6 +329,8 @@ class Estimate:
         runtime, memory = self.runtime_s, self.memory_gb
         if digits is not None:
             runtime, memory = round(runtime, digits), round(memory, digits)
+        from schedlab.instance import SaturnConfig
+
         return SaturnConfig(technique=self.technique, gpus=self.gpus, runtime_s=runtime,
                             feasible=self.feasible, memory_gb=memory)
 

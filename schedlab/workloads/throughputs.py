@@ -61,6 +61,7 @@ from typing import Any
 
 import numpy as np
 
+from schedlab.defaults import SHIPPED_THROUGHPUTS
 from schedlab.errors import InputError, UnknownNameError
 from schedlab.instance import Instance, instance_from_dict, read_document
 from schedlab.workloads.precision import stated
@@ -70,10 +71,7 @@ log = logging.getLogger(__name__)
 THROUGHPUT_TABLE_SCHEMA = "schedlab/throughput-table@1"
 DATA_FILE = "gavel_throughputs.json"
 #: Shipped throughput tables by name: path inside ``schedlab/data``.
-THROUGHPUT_SOURCES: Mapping[str, tuple[str, ...]] = {
-    "gavel": (DATA_FILE,),
-    "shockwave-tacc": ("shockwave", "tacc_throughputs.json"),
-}
+THROUGHPUT_SOURCES: Mapping[str, tuple[str, ...]] = SHIPPED_THROUGHPUTS
 
 #: Gavel's JobTable: model families that Gavel runs data-parallel on 2, 4 or 8 GPUs.
 #: Recommendation, A3C and CycleGAN are single-GPU only.

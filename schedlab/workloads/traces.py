@@ -69,6 +69,7 @@ from typing import Any, Literal
 import numpy as np
 
 from schedlab.defaults import ROUND_S
+from schedlab.defaults import TRACE_FORMATS as _TRACE_FORMATS
 from schedlab.documents import parse_json, read_text
 from schedlab.errors import InputError
 from schedlab.instance import (
@@ -85,7 +86,7 @@ log = logging.getLogger(__name__)
 
 TraceFormat = Literal["philly", "helios", "pai", "shockwave"]
 #: The formats :func:`instance_from_trace` reads.
-TRACE_FORMATS: tuple[str, ...] = ("philly", "helios", "pai", "shockwave")
+TRACE_FORMATS: tuple[str, ...] = _TRACE_FORMATS
 
 #: Default cap on the scale factor (GPUs per job): Gavel measured 1, 2, 4 and 8.
 DEFAULT_MAX_SCALE_FACTOR = 8
