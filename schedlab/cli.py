@@ -499,8 +499,14 @@ def _print_solution(console: Console, instance: Any, solution: Any, *, load_s: f
 
     if solution.allocation:
         console.print(_allocation_table(instance, solution))
+        for line in _zero_share_reasons(instance, solution):
+            console.print(line, markup=False)
     elif solution.schedule:
         console.print(_schedule_table(solution))
+    elif solution.status.has_solution and not solution.rounds:
+        console.print("note: the solution places nothing" + (
+            " (why: the diagnostics below)" if solution.diagnostics
+            else " (no job needed a placement)"), markup=False)
     if solution.colocated_allocation:
         console.print(f"space sharing: {len(solution.colocated_allocation)} co-located "
                       "pair share(s) (see the solution file)")
@@ -512,7 +518,10 @@ def _print_solution(console: Console, instance: Any, solution: Any, *, load_s: f
                       f"{first or 'idle'}{f', ... {more} more' if more > 0 else ''}",
                       markup=False)
     if solution.groups:
-        console.print(f"groups: {len(solution.groups)} merged group(s)")
+        named = "; ".join(" + ".join(group) for group in solution.groups[:MAX_ROWS])
+        more = len(solution.groups) - MAX_ROWS
+        console.print(f"groups: {len(solution.groups)} merged group(s): {named}"
+                      f"{f'; ... {more} more' if more > 0 else ''}", markup=False)
     if solution.diagnostics:
         console.print("diagnostics:")
         for line in solution.diagnostics:
@@ -560,16 +569,65 @@ def _allocation_table(instance: Any, solution: Any) -> Table:
 
 
 def _schedule_table(solution: Any) -> Table:
+    """The schedule's entries; a Hare task's round and task index and the GPU ids when any
+    entry has them (else identical rows of one round would repeat without a word)."""
     table = Table(title="schedule", title_justify="left")
-    for name in ("job", "start s", "end s", "accelerator", "node", "gpus", "config"):
-        table.add_column(name, justify="right" if name in ("start s", "end s", "gpus") else "left")
     entries = solution.schedule
+    tasks = any(e.round is not None or e.task is not None for e in entries)
+    ids = any(e.gpu_ids for e in entries)
+    names = ["job", *(("round", "task") if tasks else ()), "start s", "end s", "accelerator",
+             "node", "gpus", *(("gpu ids",) if ids else ()), "config"]
+    for name in names:
+        table.add_column(name, justify="right" if name in (
+            "round", "task", "start s", "end s", "gpus") else "left")
     for e in entries[:MAX_ROWS]:
-        table.add_row(e.job, _fmt(e.start, ".2f"), _fmt(e.end, ".2f"), e.accelerator or "-",
-                      e.node or "-", str(e.gpus), e.config or "-")
+        row = [e.job]
+        if tasks:
+            row += [_fmt_index(e.round), _fmt_index(e.task)]
+        row += [_fmt(e.start, ".2f"), _fmt(e.end, ".2f"), e.accelerator or "-", e.node or "-",
+                str(e.gpus)]
+        if ids:
+            row.append(",".join(str(g) for g in e.gpu_ids) if e.gpu_ids else "-")
+        row.append(e.config or "-")
+        table.add_row(*row)
     if len(entries) > MAX_ROWS:
-        table.add_row(f"... {len(entries) - MAX_ROWS} more", *[""] * 6)
+        table.add_row(f"... {len(entries) - MAX_ROWS} more", *[""] * (len(names) - 1))
     return table
+
+
+def _fmt_index(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _zero_share_reasons(instance: Any, solution: Any) -> list[str]:
+    """One line per job the allocation gives no time, saying why: no throughput on any type
+    the cluster has, time only in co-located pairs, or none at the optimum."""
+    colocated = {job for pair in solution.colocated_allocation if pair.fraction > 1e-9
+                 for job in pair.jobs}
+    lines = []
+    for job in instance.jobs:
+        shares = solution.allocation.get(job.id, {})
+        if sum(shares.values()) > 1e-9:
+            continue
+        usable = [acc for acc, pool in instance.cluster.accelerators.items()
+                  if pool.count > 0 and (job.throughput or {}).get(acc, 0.0) > 0.0]
+        if not usable:
+            why = "it has no throughput on any accelerator type the cluster has"
+        elif job.id in colocated:
+            lines.append(f"note: job {job.id} has no time alone: it runs only co-located with "
+                         "another job (the space-sharing shares in the solution file)")
+            if len(lines) == MAX_ROWS:
+                break
+            continue
+        else:
+            why = (f"the optimum gives it none although it could run on {', '.join(usable)} "
+                   "(the objective does not gain from its time: e.g. max-min fairness raises "
+                   "only the smallest normalized share, and jobs above it may get nothing "
+                   "more)")
+        lines.append(f"note: job {job.id} gets no time: {why}")
+        if len(lines) == MAX_ROWS:
+            break
+    return lines
 
 
 def _print_violations(console: Console, violations: Sequence[str]) -> None:

@@ -612,6 +612,14 @@ class RoundIlp(Formulation):
             sol.diagnostics.append(f"solver: {decision.message}")
             return sol
         now, end = instance.params.now_s, instance.params.now_s + problem.round_s
+        if not decision.runnable:
+            waiting = [t for t in titan_tasks(instance, self.name) if t.remaining > 0]
+            first = min((t.arrival for t in waiting), default=None)
+            sol.diagnostics.append(
+                "nothing to schedule this round: " + (
+                    f"no task has arrived by params.now_s = {now:g} s (the first arrives at "
+                    f"{first:g} s; set params.now_s to plan a later round)"
+                    if first is not None else "every task's work is done"))
         running = {t: a for t, a in decision.gpus.items() if a > 0}
         for pair, a in decision.pairs.items():
             running.update(dict.fromkeys(pair, a))
