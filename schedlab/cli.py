@@ -795,9 +795,8 @@ def _replay_schema() -> dict[str, Any]:
 def _cmd_tables_saturn(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from schedlab.analysis.tables import saturn as st
+    from schedlab.progress import unit_progress
 
     started = datetime.datetime.now(datetime.UTC)
     out = _table_out(args) if args.out else None
@@ -810,10 +809,7 @@ def _cmd_tables_saturn(args: argparse.Namespace) -> int:
                        sigma=args.sigma,
                        seeds=tuple(range(args.seeds)) if args.seeds else base.seeds,
                        restart_cost_s=args.restart_cost)
-    progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(),
-                        MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=Console(stderr=True, markup=False),
-                        disable=args.quiet, transient=True)
+    progress = unit_progress(not args.quiet)
     with progress:
         task = progress.add_task("saturn table", total=st.steps(len(instances), settings))
 
@@ -893,13 +889,10 @@ def _run_table(args: argparse.Namespace, module: Any, build: Callable[..., Any],
                settings: Any, out: Path, title: str) -> int:
     """Run a paper table with a progress bar (stderr, terminals only), write its files and
     print its Markdown (unless ``--quiet``) and the files written."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from schedlab.progress import unit_progress
 
     started = datetime.datetime.now(datetime.UTC)
-    stderr = Console(stderr=True, markup=False)
-    progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(),
-                        MofNCompleteColumn(), TimeElapsedColumn(), console=stderr,
-                        disable=args.quiet or not stderr.is_terminal, transient=True)
+    progress = unit_progress(not args.quiet)
     with progress:
         task = progress.add_task(title, total=module.cells_count(settings))
 

@@ -568,22 +568,11 @@ def prepare_sweep(specs: Sequence[RunSpec], out_dir: str | Path, fmt: ResultForm
 
 
 def progress_bar(enabled: bool) -> Any:
-    """A rich progress bar on stderr (disabled: a no-op with the same interface)."""
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    """Progress of the runs: a bar on a terminal, one line per finished run when stdout is
+    redirected, nothing when disabled (:func:`schedlab.progress.unit_progress`)."""
+    from schedlab.progress import unit_progress
 
-    return Progress(
-        TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-        TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-        console=Console(stderr=True, markup=False), disable=not enabled, transient=True,
-    )
+    return unit_progress(enabled)
 
 
 # ------------------------------------------------------------------------- reading back

@@ -90,7 +90,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         import_ray()
 
     specs = config.runs()
-    progress = not args.quiet and sys.stderr.isatty()
+    progress = not args.quiet
     log.info("%d runs (%d workloads x %d policies x loads x %d seeds) -> %s", len(specs),
              len(config.workloads), len(config.policies), len(config.seeds), out)
     if backend == "ray":
