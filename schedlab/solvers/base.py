@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -162,7 +163,7 @@ class PersistentSolver:
         """Solve ``model`` and load the values of its variables when a solution exists."""
         opts = options or self.options
         kwargs: dict[str, Any] = {
-            "tee": opts.verbose,
+            "tee": sys.stderr if opts.verbose else False,  # the solver's log: a diagnostic
             "load_solutions": False,
             "raise_exception_on_nonoptimal_result": False,
             "solver_options": _solver_options(opts),

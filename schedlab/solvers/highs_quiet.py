@@ -5,8 +5,9 @@ descriptor 1 the first time a ``Highs`` object is made in a process, before any 
 set, so ``output_flag=False`` alone does not hide it.  :func:`new_highs` builds the first
 object of the process with descriptor 1 pointed at ``/dev/null`` (HiGHS prints the banner only
 once per process, so later objects need no redirect) and turns ``output_flag`` off unless
-``verbose``.  Pyomo's HiGHS interface captures the solver's output itself (and shows it with
-``tee``), so this is for code that uses ``highspy`` directly.
+``verbose``, which sends HiGHS's log to stderr instead of stdout.  Pyomo's HiGHS interface
+captures the solver's output itself (and shows it with ``tee``, given ``sys.stderr`` by
+:mod:`schedlab.solvers.base`), so this is for code that uses ``highspy`` directly.
 """
 
 from __future__ import annotations
@@ -25,21 +26,28 @@ _banner_done = False
 
 
 def new_highs(*, verbose: bool = False) -> Any:
-    """A new ``highspy.Highs`` with its console output off (on with ``verbose``)."""
+    """A new ``highspy.Highs`` with its console output off; with ``verbose`` its log goes
+    to stderr (a logging callback; diagnostics never on stdout, where results go)."""
     import highspy
 
     global _banner_done
-    if verbose:
-        _banner_done = True
-        return highspy.Highs()
     with _lock:
         if _banner_done:
             h = highspy.Highs()
         else:
             h = _build_muted(highspy.Highs)
             _banner_done = True
+    if verbose:
+        h.setOptionValue("log_to_console", False)
+        h.cbLogging += _log_to_stderr
+        return h
     h.setOptionValue("output_flag", False)
     return h
+
+
+def _log_to_stderr(event: Any) -> None:
+    """HiGHS's log lines (a logging callback's events) on stderr."""
+    sys.stderr.write(event.message)
 
 
 def _build_muted(factory: Any) -> Any:
