@@ -566,7 +566,7 @@ def _plot_sweep(table: HareTable, pairs: Sequence[tuple[int, int]], xs: Sequence
     from schedlab.analysis.plots import _pyplot, _save
 
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(9.5, 4.5))
     for i, (label, _, name, _) in enumerate(table.settings.schemes):
         rows = [next(r for r in table.at(n, g) if r.scheme == name) for n, g in pairs]
         ax.errorbar(list(xs), [r.mean["weighted_jct_s"] / MINUTE_S for r in rows],
@@ -576,7 +576,7 @@ def _plot_sweep(table: HareTable, pairs: Sequence[tuple[int, int]], xs: Sequence
     ax.set_ylabel("total weighted JCT (min)")
     ax.set_xticks(list(xs))
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: it covered a line
     ax.set_title(title)
     fig.tight_layout()
     try:
@@ -600,7 +600,7 @@ def plot_cdf(table: HareTable, path: Path) -> Path:
     ax.set_xlabel("JCT (min)")
     ax.set_ylabel("fraction of jobs")
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title(f"{cfg.sweep_jobs} jobs on {cfg.base_gpus} GPUs, {len(cfg.seeds)} seed(s)")
     fig.tight_layout()
     try:
