@@ -83,6 +83,14 @@ class _Cell(_Model):
     status: CellStatus = "ok"
     reason: str | None = Field(default=None, description="why infeasible or error")
     measured_at: str = ""
+    load_average: float | None = Field(
+        default=None, ge=0, description="the host's 1-minute load average after the cell")
+    foreign_cores: float | None = Field(
+        default=None, ge=0, description="cores' worth of CPU time other processes used while "
+        "the cell ran (schedlab.profiler.hostload)")
+    host_busy: str | None = Field(
+        default=None, description="why the host counted as busy during the cell (a warning: "
+        "the value may be wrong), or null")
 
 
 class Measurement(_Cell):

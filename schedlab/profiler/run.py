@@ -16,6 +16,7 @@ options: cells timed under another rule are not mixed into one file.
 from __future__ import annotations
 
 import logging
+import os
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Literal
 
 from schedlab.errors import InputError
+from schedlab.profiler import hostload
 from schedlab.profiler.matrix import (
     Cell,
     ColocatedMeasurement,
@@ -218,6 +220,32 @@ def _settings_text(settings: Settings) -> str:
     return ", ".join(f"{name}={value}" for name, value in settings.model_dump().items())
 
 
+def own_cores(planned: PlannedCell, options: CampaignOptions) -> float:
+    """Cores a cell keeps busy itself: its processes (the devices it uses on CPU, or one per
+    GPU's feeding process) times the threads of each."""
+    template = planned.template
+    devices = 1
+    if isinstance(template, Measurement):
+        devices = template.scale_factor
+    elif isinstance(template, TechniqueMeasurement):
+        devices = template.gpus
+    elif isinstance(template, ColocatedMeasurement):
+        devices = 1  # two jobs sharing one device
+    return float(max(1, devices) * max(1, options.threads))
+
+
+def _note_host_load(cell: Cell, before: hostload.CpuSample | None, own: float) -> None:
+    """Record what else ran during ``cell`` (:mod:`schedlab.profiler.hostload`) and warn in
+    one line when the host was busy."""
+    cell.foreign_cores = hostload.foreign_cores(before, hostload.sample(), own)
+    cell.load_average = hostload.load_average()
+    cell.host_busy = hostload.busy_reason(cell.foreign_cores, cell.load_average,
+                                          os.cpu_count())
+    if cell.host_busy is not None:
+        log.warning("%s: the host was busy: %s; re-measure it on a quiet host "
+                    "(schedlab profile --check FILE compares)", cell.key, cell.host_busy)
+
+
 def run_campaign(options: CampaignOptions, out: str | Path, *, redo: bool = False,
                  on_cell: Callable[[PlannedCell, Cell | None], None] | None = None,
                  cells: Sequence[PlannedCell] | None = None) -> CampaignResult:
@@ -238,8 +266,10 @@ def run_campaign(options: CampaignOptions, out: str | Path, *, redo: bool = Fals
                     on_cell(planned, None)
                 continue
             log.info("measuring %s", planned.label)
+            before = hostload.sample()
             cell = measure_planned(planned)
             cell.measured_at = datetime.now(UTC).isoformat(timespec="microseconds")
+            _note_host_load(cell, before, own_cores(planned, options))
             data.upsert(cell)
             data.save(path)
             result.measured.append(cell)
