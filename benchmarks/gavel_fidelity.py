@@ -17,6 +17,15 @@ Usage::
     python benchmarks/gavel_fidelity.py --gavel aware=/tmp/gavel-aware.txt \
         --gavel agnostic=/tmp/gavel-agnostic.txt --gavel fifo=/tmp/gavel-fifo.txt
 
+    # without Gavel's files: our side only (the comparison columns stay empty)
+    python benchmarks/gavel_fidelity.py --ours-only [--quick]
+
+Without ``--gavel`` (or with a file that is not there) the script stops with one line saying
+so, unless ``--ours-only`` is given.  ``--quick``: the ``aware`` and ``fifo`` policies under
+schedlab's mechanism only (about 15 s here; the default, every policy under both mechanisms,
+about a minute).  It prints one line per (policy, mechanism) as it finishes; nothing is
+written unless ``--json FILE`` asks for it.
+
 A Gavel file is either that driver output (lines ``Job <id>: <JCT>``, other lines ignored) or
 JSON ``{"jct_s": {"<id>": JCT}}``.  Gavel numbers its jobs 0, 1, ... in trace order; the trace
 written in step 1 lists our jobs in (arrival, id) order, so Gavel's job i is our i-th job in
@@ -91,7 +100,12 @@ def write_gavel_trace(instance: Instance, path: Path) -> None:
 
 def read_gavel_jcts(path: Path, order: list[str]) -> dict[str, float]:
     """Gavel's per-job JCTs (s) keyed by our job ids (see the module docstring)."""
-    text = path.read_text()
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SystemExit(f"gavel_fidelity: cannot read Gavel's per-job JCT file {path} "
+                         f"({exc.strerror}); make it with Gavel's simulator (see --help) or "
+                         "run with --ours-only") from None
     raw: dict[int, float] = {}
     if text.lstrip().startswith("{"):
         data = json.loads(text)
@@ -131,12 +145,30 @@ def main(argv: list[str] | None = None) -> int:
                         help="write the instance as a Gavel trace and stop")
     parser.add_argument("--gavel", action="append", default=[], metavar="KEY=FILE",
                         help="Gavel's per-job JCTs for aware, agnostic or fifo")
-    parser.add_argument("--policies", default=",".join(POLICIES))
+    parser.add_argument("--policies", default=None,
+                        help=f"comma-separated (default {','.join(POLICIES)}; --quick: "
+                        "aware,fifo)")
     parser.add_argument("--mechanism", action="append", choices=["schedlab", "gavel"],
-                        help="mechanism(s) to run (default both)")
-    parser.add_argument("--json", type=Path, help="also write the table as JSON here")
+                        help="mechanism(s) to run (default both; --quick: schedlab)")
+    parser.add_argument("--quick", action="store_true",
+                        help="aware and fifo under schedlab's mechanism only")
+    parser.add_argument("--ours-only", action="store_true",
+                        help="run without Gavel's files: our side only")
+    parser.add_argument("--json", "--out", dest="json", type=Path, metavar="FILE",
+                        help="also write the table as JSON here")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
+    if args.policies is None:
+        args.policies = "aware,fifo" if args.quick else ",".join(POLICIES)
+    if args.mechanism is None:
+        args.mechanism = ["schedlab"] if args.quick else ["schedlab", "gavel"]
+    unknown = [key for key in args.policies.split(",") if key not in POLICIES]
+    if unknown:
+        parser.error(f"unknown policy {unknown[0]!r} (known: {', '.join(POLICIES)})")
+    if not args.gavel and not args.ours_only and args.write_gavel_trace is None:
+        raise SystemExit("gavel_fidelity: no Gavel JCT file given (--gavel KEY=FILE, made by "
+                         "Gavel's own simulator: see --help); use --ours-only to run our "
+                         "side alone")
 
     instance = load_instance(args.instance)
     order = trace_order(instance)
@@ -154,10 +186,12 @@ def main(argv: list[str] | None = None) -> int:
         gavel["fifo_quirks"] = gavel["fifo"]
 
     rows = []
+    started = time.perf_counter()
     print(f"{'policy':11} {'mechanism':9} {'ours avg h':>10} {'Gavel h':>8} {'ratio':>6} "
-          f"{'median |d|/JCT':>14} {'p90':>6} {'jobs':>5} {'wall s':>7}")
+          f"{'median |d|/JCT':>14} {'p90':>6} {'jobs':>5} {'wall s':>7} {'elapsed s':>9}",
+          flush=True)
     for key in args.policies.split(","):
-        for mechanism in args.mechanism or ["schedlab", "gavel"]:
+        for mechanism in args.mechanism:
             if key == "fifo_quirks" and mechanism != "gavel":
                 continue  # over-commits GPUs: only Gavel's mechanism runs it
             ours, wall = run_ours(instance, key, mechanism)
@@ -175,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
                          f"{100 * p90:5.1f}% {n:5d}")
             else:
                 line += f" {'-':>8} {'-':>6} {'-':>14} {'-':>6} {'-':>5}"
-            print(line + f" {wall:7.1f}", flush=True)
+            print(line + f" {wall:7.1f} {time.perf_counter() - started:9.0f}", flush=True)
             rows.append(row)
     if args.json is not None:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")

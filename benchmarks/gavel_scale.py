@@ -2,9 +2,12 @@
 
 Usage::
 
-    python benchmarks/gavel_scale.py            # full run (about 10 minutes on 2 cores)
+    python benchmarks/gavel_scale.py            # full run (long: see benchmarks/README.md)
     python benchmarks/gavel_scale.py --quick    # small sizes only (about a minute)
     python benchmarks/gavel_scale.py --families-only   # table 1b alone
+
+It prints one plain line per finished measurement (size, case, method) with its seconds and
+the seconds since the start, then the tables; nothing is written to a file.
 
 Workloads come from the package's own generator and throughput table
 (:func:`schedlab.workloads.gavel.generate_gavel_instance`, Gavel's measured throughputs),
@@ -285,6 +288,15 @@ def predicted(previous: Run | None, growth: float, budget: float) -> float | Non
     return guess if guess > budget else None
 
 
+#: when the run started (for the elapsed seconds of the progress lines)
+STARTED = time.perf_counter()
+
+
+def progress(message: str) -> None:
+    """One plain line on stdout, flushed, with the seconds since the start."""
+    print(f"{message}; elapsed {time.perf_counter() - STARTED:.0f} s", flush=True)
+
+
 def timed(label: str, fn: Callable[[], Run]) -> Run:
     """Run ``fn``; when it took under :data:`REPEAT_BELOW_S`, twice more, keeping the fastest
     (the machine is shared, and sub-second timings are noisy)."""
@@ -295,7 +307,8 @@ def timed(label: str, fn: Callable[[], Run]) -> Run:
             again = fn()
             if again.seconds is not None and again.seconds < run.seconds:
                 run = again
-    log.info("%s: %s s, objective %s %s", label, fmt(run.seconds), run.objective, run.note)
+    progress(f"{label}: {fmt(run.seconds)} s, objective {run.objective}"
+             + (f" ({run.note})" if run.note else ""))
     return run
 
 
@@ -431,7 +444,7 @@ def family_instance(family: str, num_jobs: int, seed: int) -> Instance:
         "jobs": jobs,
         "params": {"num_rounds": 0},
     }
-    return instance_from_dict(document, source=document["name"])
+    return instance_from_dict(document, source=f"{family}-{num_jobs}-seed{seed}")
 
 
 def run_fast_checked(instance: Instance) -> Run:
@@ -472,7 +485,7 @@ def family_table(sizes: list[int], seed: int, with_cvxpy: bool,
             ours = timed(f"{label} fast", partial(run_fast_checked, instance))
             solution = ours.extra.pop("solution")
             violations = "-"
-            if num_jobs <= CHECK_MAX_JOBS:
+            if num_jobs <= CHECK_MAX_JOBS and isinstance(solution, Solution):
                 found = check(instance, solution)
                 violations = "ok" if not found else f"{len(found)} violations"
             others: dict[str, Run | None] = {}
@@ -509,6 +522,7 @@ def family_table(sizes: list[int], seed: int, with_cvxpy: bool,
             )
             table.add_row(*row)
             log.info("row: %s (objective %r)", " | ".join(row), ours.objective)
+            progress(f"{label} done: ours/ECOS {row[11]}, agree {row[13]}")
     return table
 
 
@@ -613,7 +627,7 @@ def main() -> None:
                         help="job counts of table 1b (default 10^3..10^6; 0: skip it)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s",
-                        handlers=[RichHandler(show_path=False)])
+                        handlers=[RichHandler(show_path=False, console=Console(stderr=True))])
     logging.getLogger("schedlab").setLevel(logging.WARNING)
     if args.sizes is not None or args.noisy_sizes is not None:
         sizes, noisy_sizes = args.sizes or [], args.noisy_sizes or []
@@ -626,6 +640,7 @@ def main() -> None:
         packed, packed_noisy = [50, 100, 200, 300, 500, 1000, 2000], [100, 300]
     log.info("warming up (imports, first solves)")
     warm_up()
+    progress("warm-up done")
     console = Console(width=200)
     header = (
         f"schedlab benchmarks/gavel_scale.py{' --quick' if args.quick else ''}, "

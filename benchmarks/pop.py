@@ -5,8 +5,11 @@ Usage::
 
     python benchmarks/pop.py                          # 2048 jobs, fairness seeds 0-9,
                                                       # space sharing seeds 0-2
-    python benchmarks/pop.py --quick                  # 256 jobs (packed 96), 3 seeds: ~1 min
+    python benchmarks/pop.py --quick                  # 256 jobs (packed 96), 3 seeds: ~20 s
     python benchmarks/pop.py --seeds 10 --packed-seeds 10 --out pop.json
+
+It prints one line per solve as it finishes, then the tables; nothing is written unless
+``--out FILE`` asks for it.
 
 Instances come from the package's generator and Gavel's measured throughputs
 (:func:`schedlab.workloads.gavel.generate_gavel_instance`, arrivals at 0, weight 1); seed s
@@ -139,19 +142,28 @@ def pop_row(instance: Instance, name: str, k: int, partition: PopPartition,
                pop["pairs_total"] or None)
 
 
+#: when the run started (for the elapsed seconds of the progress lines)
+STARTED = time.perf_counter()
+
+
+def progress(message: str) -> None:
+    """One plain line on stdout, flushed, with the seconds since the start."""
+    print(f"{message}; elapsed {time.perf_counter() - STARTED:.0f} s", flush=True)
+
+
 def rows_for(instance: Instance, name: str, seed: int, workers: int,
              kinds: Sequence[PopPartition]) -> list[Row]:
     """The exact row and every POP row of one instance."""
-    log.info("%s seed %d: hashing the instance (%d jobs)", name, seed, len(instance.jobs))
     instance.content_hash()
-    log.info("%s seed %d: exact solve", name, seed)
     exact = exact_row(instance, name, seed)
+    progress(f"{name} seed {seed}: exact {exact.seconds:.2f} s, objective "
+             f"{fmt(exact.objective, '.6f')}")
     rows = [exact]
     for k in PARTITIONS:
         for partition in kinds if k > 1 else kinds[:1]:
-            log.info("%s seed %d: POP k=%d %s", name, seed, k, partition)
             rows.append(pop_row(instance, name, k, partition, exact.objective, seed, workers))
-            log.info("  ratio %.4f, %.1f s", rows[-1].ratio or 0.0, rows[-1].seconds)
+            progress(f"{name} seed {seed}: POP k={k} {rows[-1].partition}: "
+                     f"{rows[-1].seconds:.2f} s, ratio {fmt(rows[-1].ratio, '.4f')}")
     return rows
 
 
@@ -216,7 +228,8 @@ def run_problem(console: Console, name: str, num_jobs: int, seeds: Sequence[int]
     for seed in seeds:
         start = time.perf_counter()
         instance = (packed_instance if name == PACKED else fair_instance)(num_jobs, seed)
-        log.info("%s seed %d: generated in %.1f s", name, seed, time.perf_counter() - start)
+        progress(f"{name} seed {seed}: {num_jobs} jobs generated in "
+                 f"{time.perf_counter() - start:.1f} s")
         gpus = instance.cluster.accelerators["v100"].count
         describe = (f"{num_jobs} single-GPU jobs, all pairs, {gpus} GPUs of each type"
                     if name == PACKED else

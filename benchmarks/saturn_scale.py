@@ -26,7 +26,10 @@ time-indexed model solved with HiGHS presolve switched off (already its default;
 comparison with older tables).
 
 Run: ``python benchmarks/saturn_scale.py [--time-limit 60] [--sizes 8 16 32 64]
-[--seeds 0 1 2]``.
+[--seeds 0 1 2]`` (27 solves of up to 60 s each: about 20-25 minutes), or
+``python benchmarks/saturn_scale.py --quick`` (8 jobs, seed 0, a 20 s limit: about 10 s once
+the compiled search is cached; its first use after an install compiles it, 15-60 s more).
+It prints one line per solve as it finishes, then the table; nothing is written to a file.
 """
 
 from __future__ import annotations
@@ -42,7 +45,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from schedlab.formulations.saturn.data import lower_bound, saturn_data
@@ -172,9 +174,14 @@ def render(results: list[Result], time_limit: float) -> Table:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per solve")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[8, 16, 32, 64])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--time-limit", type=float, default=None,
+                        help="seconds per solve (default 60; --quick: 20)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=None,
+                        help="job counts (default 8 16 32 64; --quick: 8)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None,
+                        help="instance seeds (default 0 1 2; --quick: 0)")
+    parser.add_argument("--quick", action="store_true",
+                        help="8 jobs, seed 0, 20 s per solve")
     parser.add_argument("--presolve-off", action="store_true",
                         help="also solve the time-indexed model with HiGHS presolve off")
     parser.add_argument("--to-1pct-from", type=int, default=32,
@@ -184,6 +191,12 @@ def main() -> None:
     parser.add_argument("--before", action="store_true",
                         help="also solve with the defaults before the list search (baseline)")
     args = parser.parse_args()
+    if args.time_limit is None:
+        args.time_limit = 20.0 if args.quick else 60.0
+    if args.sizes is None:
+        args.sizes = [8] if args.quick else [8, 16, 32, 64]
+    if args.seeds is None:
+        args.seeds = [0] if args.quick else [0, 1, 2]
 
     def methods(jobs: int) -> list[Method]:
         return ([TIME_INDEXED]
@@ -197,13 +210,15 @@ def main() -> None:
     if not console.is_terminal:
         console.width = max(console.width, 160)
     results: list[Result] = []
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("saturn scale", total=len(runs))
-        for jobs, seed, method in runs:
-            bar.update(task, description=f"{jobs} jobs, seed {seed}, {method.label}")
-            results.append(solve(jobs, seed, method, args.time_limit))
-            bar.advance(task)
+    started = time.perf_counter()
+    for number, (jobs, seed, method) in enumerate(runs, 1):
+        r = solve(jobs, seed, method, args.time_limit)
+        results.append(r)
+        print(f"[{number}/{len(runs)}] {jobs} jobs, seed {seed}, {method.label}: {r.status}, "
+              f"{r.wall_s:.1f} s, makespan {r.makespan_s:,.1f} s, own gap "
+              f"{100 * own_gap(r):.2f}%, load {r.load:.1f}; elapsed "
+              f"{time.perf_counter() - started:.0f} s", flush=True)
+    print(flush=True)
     console.print(render(results, args.time_limit))
     console.print(f"{datetime.date.today().isoformat()}, Python {platform.python_version()}, "
                   f"{platform.machine()}, {os.cpu_count()} cores, HiGHS via Pyomo; one solve "

@@ -12,6 +12,16 @@ Usage::
     python benchmarks/shockwave_fidelity.py --shockwave-repo ~/src/shockwave \\
         --their-runs 26=/tmp/pickles-seed26 --seeds 25,26
 
+    # without Shockwave's files: our side only (the comparison columns stay empty)
+    python benchmarks/shockwave_fidelity.py --ours-only [--quick]
+
+Without Shockwave's files for a seed (``--shockwave-repo`` for seed 25, ``--their-runs`` for
+any seed), or with a path that is not there, the script stops with one line saying so,
+unless ``--ours-only`` is given.  ``--quick``: the five baselines of seed 25 (not
+``shockwave`` and ``shockwave_convex``, whose simulations take most of the time).  It prints
+one line per (seed, policy) as it finishes, then the table; nothing is written unless
+``--json FILE`` asks for it.
+
 For seed 25 (the published trace, ``scheduler/traces/reproduce/120_0.2_5_100_40_25_...``)
 the reference is Shockwave's published result pickles: the simulation runs in
 ``scheduler/reproduce/pickles/tacc_32gpus/`` and, where they exist, the physical (32-GPU
@@ -34,7 +44,8 @@ Printed per (seed, policy): makespan, average JCT, worst rho and the unfair frac
 Shockwave's pickles) for ours, Shockwave's simulation and its physical run, and the per-job
 median |log(JCT_ours / JCT_theirs)| against the simulation (job i of the pickle's
 ``jct_list`` is our job "i").  ``--json FILE`` writes the same numbers.  A simulation of
-``shockwave`` takes ~20 s here, a baseline under a second.
+``shockwave`` takes ~20 s here on a quiet machine (about 70 s at load average 6), a baseline
+under a second.
 """
 
 from __future__ import annotations
@@ -69,6 +80,9 @@ POLICIES: dict[str, tuple[str, str]] = {
     "gandiva_fair": ("gandiva_fair", "gavel"),
     "max_sum_throughput_perf": ("gavel.max_sum_throughput", "gavel"),
 }
+#: ``--quick``: the baselines (a simulation each takes about a second)
+QUICK_POLICIES = ("max_min_fairness", "finish_time_fairness", "allox", "gandiva_fair",
+                  "max_sum_throughput_perf")
 #: the reference pickle of ``shockwave_convex`` is Shockwave's (the same policy, exact log)
 REFERENCE_OF = {"shockwave_convex": "shockwave"}
 RESUME_OVERHEAD_S = 20.0
@@ -200,9 +214,15 @@ def main(argv: list[str] | None = None) -> int:
                         metavar="SEED=DIR", help="folder of Shockwave's simulator output "
                         "pickles for another seed's trace (repeatable)")
     parser.add_argument("--seeds", default=str(CANONICAL_SEED), metavar="S[,S...]")
-    parser.add_argument("--policies", default=",".join(POLICIES), metavar="A,B,...",
-                        help=f"Shockwave's policy names (default: {','.join(POLICIES)})")
-    parser.add_argument("--json", type=Path, metavar="FILE", help="write the rows as JSON")
+    parser.add_argument("--policies", default=None, metavar="A,B,...",
+                        help=f"Shockwave's policy names (default: {','.join(POLICIES)}; "
+                        f"--quick: {','.join(QUICK_POLICIES)})")
+    parser.add_argument("--quick", action="store_true",
+                        help="the baselines only (no shockwave, shockwave_convex)")
+    parser.add_argument("--ours-only", action="store_true",
+                        help="run without Shockwave's files: our side only")
+    parser.add_argument("--json", "--out", dest="json", type=Path, metavar="FILE",
+                        help="write the rows as JSON")
     parser.add_argument("--write-trace", nargs=2, metavar=("SEED", "FILE"),
                         help="write the seed's trace in Shockwave's format and stop")
     args = parser.parse_args(argv)
@@ -216,21 +236,40 @@ def main(argv: list[str] | None = None) -> int:
             args.write_trace[1])
         print(f"wrote {args.write_trace[1]} ({TRACE_STEM.format(seed=seed)})")
         return 0
+    if args.policies is None:
+        args.policies = ",".join(QUICK_POLICIES if args.quick else POLICIES)
     policies = [p for p in args.policies.split(",") if p]
     unknown = [p for p in policies if p not in POLICIES]
     if unknown:
         parser.error(f"unknown policy {unknown[0]!r} (known: {', '.join(POLICIES)})")
     seeds = [int(s) for s in args.seeds.split(",") if s]
     theirs = dict(args.their_runs)
-    rows: list[Row] = []
+    folders: dict[int, tuple[Path | None, Path | None]] = {}
     for seed in seeds:
         simulation_dir = physical_dir = None
         if seed in theirs:
             simulation_dir = theirs[seed]
+            if not simulation_dir.is_dir():
+                raise SystemExit(f"shockwave_fidelity: --their-runs {seed}={simulation_dir}: "
+                                 "no such folder (Shockwave's simulator output pickles)")
         elif seed == CANONICAL_SEED and args.shockwave_repo is not None:
             pickles = args.shockwave_repo / "scheduler" / "reproduce" / "pickles"
             simulation_dir = pickles / "tacc_32gpus"
             physical_dir = pickles / "tacc_32gpus_comparison"
+            if not simulation_dir.is_dir():
+                raise SystemExit(f"shockwave_fidelity: {simulation_dir} not found: "
+                                 "--shockwave-repo must be a checkout of "
+                                 "github.com/uw-mad-dash/shockwave")
+        elif not args.ours_only:
+            where = ("--shockwave-repo PATH (a checkout of github.com/uw-mad-dash/shockwave) "
+                     "or --their-runs" if seed == CANONICAL_SEED else "--their-runs")
+            raise SystemExit(f"shockwave_fidelity: no Shockwave results for seed {seed}: give "
+                             f"{where} {seed}=DIR, or --ours-only to run our side alone")
+        folders[seed] = (simulation_dir, physical_dir)
+    rows: list[Row] = []
+    started = time.perf_counter()
+    for seed in seeds:
+        simulation_dir, physical_dir = folders[seed]
         for policy in policies:
             row = compare(seed, policy, simulation_dir, physical_dir)
             rows.append(row)
@@ -238,7 +277,8 @@ def main(argv: list[str] | None = None) -> int:
                       else f"{row.median_abs_log_ratio:.4f}")
             print(f"seed {seed} {policy}: makespan {row.ours.makespan_s:.0f} s, avg JCT "
                   f"{row.ours.avg_jct_s:.0f} s, unfair {row.ours.unfair_fraction:.3f}, "
-                  f"per-job median |log ratio| {median} ({row.wall_s:.1f} s)", flush=True)
+                  f"per-job median |log ratio| {median} ({row.wall_s:.1f} s; elapsed "
+                  f"{time.perf_counter() - started:.0f} s)", flush=True)
     print()
     print(render(rows))
     if args.json:

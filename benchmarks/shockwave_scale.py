@@ -40,7 +40,8 @@ generation not included; runs under 1 s are repeated three times and the fastest
 
 The issue's targets: 120 jobs on 32 GPUs solved exactly by the convex mode in <= 1 s, and
 faster than Clarabel at every size.  Nothing here asserts a timing: the table reports what
-was measured.  Results are also written as JSON (``--json``, atomically).
+was measured.  It prints one line per (size, method) as it finishes, then the table; the
+results are also written as JSON when ``--out FILE`` asks for it (atomically).
 """
 
 from __future__ import annotations
@@ -62,7 +63,6 @@ import highspy
 import numpy as np
 from rich.console import Console
 from rich.logging import RichHandler
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from schedlab.formulations.shockwave.nash import NashWelfare, WindowData
@@ -84,7 +84,8 @@ STARTED_FRACTION = 0.7
 INTEGRAL_TIME_LIMIT_S = 15.0
 #: Runs shorter than this are repeated (three in all) and the fastest kept.
 REPEAT_BELOW_S = 1.0
-DEFAULT_JSON = Path("results") / "shockwave_scale.json"
+#: when the run started (for the elapsed seconds of the progress lines)
+STARTED = time.perf_counter()
 
 T = TypeVar("T")
 
@@ -187,18 +188,25 @@ def clarabel_window(instance: Instance) -> tuple[float, tuple[str, float | None]
     return seconds, (str(problem.status), value)
 
 
-def measure(num_jobs: int, gpus: int, step: Callable[[str], None]) -> Row:
+def progress(message: str) -> None:
+    """One plain line on stdout, flushed, with the seconds since the start."""
+    print(f"{message}; elapsed {time.perf_counter() - STARTED:.0f} s", flush=True)
+
+
+def measure(num_jobs: int, gpus: int) -> Row:
     """Every method on one window."""
     instance = window_instance(num_jobs, gpus)
     started = sum(job.epochs_done > 0 for job in instance.jobs)
-    step(f"{num_jobs} jobs: convex")
     convex_s, convex = fastest(lambda: timed_solve("shockwave.nash_welfare_convex", instance))
-    step(f"{num_jobs} jobs: integral ({INTEGRAL_TIME_LIMIT_S:g} s limit)")
+    progress(f"{num_jobs} jobs / {gpus} GPUs, convex: {convex.status.value}, {convex_s:.3g} s")
     integral_s, integral = fastest(lambda: timed_solve(
         "shockwave.nash_welfare", instance,
         SolverOptions(time_limit_s=INTEGRAL_TIME_LIMIT_S)))
-    step(f"{num_jobs} jobs: cvxpy + Clarabel")
+    progress(f"{num_jobs} jobs / {gpus} GPUs, integral ({INTEGRAL_TIME_LIMIT_S:g} s limit): "
+             f"{integral.status.value}, {integral_s:.3g} s")
     clarabel_s, (clarabel_status, clarabel_value) = fastest(lambda: clarabel_window(instance))
+    progress(f"{num_jobs} jobs / {gpus} GPUs, cvxpy + Clarabel: {clarabel_status}, "
+             f"{clarabel_s:.3g} s")
     row = Row(
         jobs=num_jobs, gpus=gpus, started=started,
         convex_status=convex.status.value, convex_s=convex_s,
@@ -209,9 +217,6 @@ def measure(num_jobs: int, gpus: int, step: Callable[[str], None]) -> Row:
         integral_gap=integral.gap, integral_objective=integral.objective,
         clarabel_status=clarabel_status, clarabel_s=clarabel_s,
         clarabel_objective=clarabel_value)
-    log.info("%d jobs / %d GPUs: convex %s %.3f s (%d LPs), integral %s %.3f s, Clarabel %s "
-             "%.3f s", num_jobs, gpus, row.convex_status, convex_s, row.oa_iterations,
-             row.integral_status, integral_s, clarabel_status, clarabel_s)
     return row
 
 
@@ -252,26 +257,18 @@ def warm_up() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="30 and 120 jobs only")
-    parser.add_argument("--json", type=Path, default=DEFAULT_JSON,
-                        help=f"where to write the results (default {DEFAULT_JSON})")
+    parser.add_argument("--out", "--json", type=Path, default=None, metavar="FILE",
+                        help="also write the results as JSON to FILE")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s",
-                        handlers=[RichHandler(show_path=False)])
+                        handlers=[RichHandler(show_path=False, console=Console(stderr=True))])
     logging.getLogger("schedlab").setLevel(logging.WARNING)
     sizes = QUICK_SIZES if args.quick else SIZES
     log.info("warming up (imports, first solves)")
     warm_up()
-    rows: list[Row] = []
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("shockwave scale", total=3 * len(sizes))
-
-        def step(what: str) -> None:
-            bar.update(task, description=what)
-            bar.advance(task)
-
-        for num_jobs, gpus in sizes:
-            rows.append(measure(num_jobs, gpus, step))
+    progress("warm-up done")
+    rows = [measure(num_jobs, gpus) for num_jobs, gpus in sizes]
+    print(flush=True)
     header = (
         f"schedlab benchmarks/shockwave_scale.py{' --quick' if args.quick else ''}, "
         f"{dt.date.today().isoformat()}, {platform.machine()}, {os.cpu_count()} cores, "
@@ -281,7 +278,7 @@ def main() -> None:
         + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
     console = Console(width=200)
     console.print(header, soft_wrap=True)
-    console.print(render(rows, "Shockwave window problem: convex (OA, HiGHS) vs integral "
+    console.print(render(rows, "Shockwave window problem: convex (exact) vs integral "
                                f"(SOS2 MIP, {INTEGRAL_TIME_LIMIT_S:g} s) vs cvxpy + Clarabel"))
     payload = {
         "benchmark": "shockwave_scale", "header": header, "quick": args.quick,
@@ -291,8 +288,9 @@ def main() -> None:
         "rows": [{**asdict(r), "speed_up": r.speed_up, "rel_diff": r.rel_diff}
                  for r in rows],
     }
-    write_json_atomic(args.json, payload)
-    log.info("wrote %s", args.json)
+    if args.out is not None:
+        write_json_atomic(args.out, payload)
+        print(f"wrote {args.out}", flush=True)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,15 @@
 
 Usage::
 
-    python benchmarks/simulator_scale.py                    # every row, table into docs
-    python benchmarks/simulator_scale.py --sizes 1000,10000 --no-docs --skip-gavel-all
+    python benchmarks/simulator_scale.py                    # every row (see benchmarks/README.md)
+    python benchmarks/simulator_scale.py --quick            # 1000 and 10000 jobs, no philly or
+                                                            # trace-1000 rows: about 30 s
+    python benchmarks/simulator_scale.py --sizes 1000,10000 --skip-gavel-all
+    python benchmarks/simulator_scale.py --write-docs       # also replace the table between
+                                                            # the markers in docs/simulator.md
+
+It prints one line per row as it finishes, then the table; nothing is written unless ``--out
+FILE`` or ``--write-docs`` asks for it.
 
 Rows, each measured in a fresh Python process (so its peak memory is its own):
 
@@ -126,7 +133,7 @@ def run_row(kind: str, size: int, policy_name: str, philly: str | None) -> dict[
         finally:
             decide_cpu[0] += time.process_time() - c
 
-    policy.decide = timed  # type: ignore[method-assign]
+    policy.decide = timed
     wall0, cpu0 = time.perf_counter(), time.process_time()
     result = simulate(instance, policy=policy, round_s=instance.params.round_s, seed=0,
                       keep_rounds=False)
@@ -200,8 +207,18 @@ def main() -> int:
                         help="wall seconds per generated/philly row (default: %(default)s)")
     parser.add_argument("--gavel-cpu", type=float, default=120.0,
                         help="CPU seconds per gavel.* trace-1000 row (default: %(default)s)")
-    parser.add_argument("--no-docs", action="store_true", help="do not update docs")
+    parser.add_argument("--quick", action="store_true",
+                        help="generated 1000 and 10000 jobs only (no philly, no trace-1000 rows)")
+    parser.add_argument("--out", type=Path, metavar="FILE",
+                        help="also write the table (markdown) to FILE")
+    parser.add_argument("--write-docs", action="store_true",
+                        help="replace the table between the simulator_scale markers of "
+                        "docs/simulator.md")
+    parser.add_argument("--no-docs", action="store_true",
+                        help=argparse.SUPPRESS)  # the default now; kept for old command lines
     args = parser.parse_args()
+    if args.quick:
+        args.sizes, args.skip_philly, args.skip_gavel_all = "1000,10000", True, True
     if args.row:
         kind, size, policy, philly = args.row
         print(json.dumps(run_row(kind, int(size), policy, None if philly == "-" else philly)))
@@ -210,13 +227,21 @@ def main() -> int:
     from schedlab.policies.registry import policies
 
     load_before = load()
+    started = time.perf_counter()
     lines = ["| workload | policy | build s | wall s | cpu s | peak MB | rounds | job-rounds | "
              "job-rounds/s | decide cpu s | LP s | avg JCT h |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
 
     def add(label: str, policy: str, row: dict[str, Any] | str) -> None:
         lines.append(fmt_row(label, policy, row))
-        log.info("%s", lines[-1])
+        if isinstance(row, str):
+            print(f"{label}, {policy}: {row}; elapsed {time.perf_counter() - started:.0f} s",
+                  flush=True)
+        else:
+            print(f"{label}, {policy}: build {row['build_s']:.1f} s, simulate "
+                  f"{row['wall_s']:.1f} s wall / {row['cpu_s']:.1f} s CPU, peak "
+                  f"{row['peak_mb']:.0f} MB, avg JCT {row['avg_jct_h']:.2f} h; elapsed "
+                  f"{time.perf_counter() - started:.0f} s", flush=True)
 
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if args.million:
@@ -232,8 +257,9 @@ def main() -> int:
             path = Path(folder) / "philly-cluster_job_log.json"
             t0 = time.perf_counter()
             write_philly(path, PHILLY_JOBS)
-            log.info("wrote %s (%.0f MB) in %.1f s", path.name, path.stat().st_size / 2**20,
-                     time.perf_counter() - t0)
+            print(f"wrote {path.name} ({path.stat().st_size / 2**20:.0f} MB) in "
+                  f"{time.perf_counter() - t0:.1f} s; elapsed "
+                  f"{time.perf_counter() - started:.0f} s", flush=True)
             add(f"Philly format, {PHILLY_JOBS:,} jobs written and read back", "fifo",
                 child(["philly", str(PHILLY_JOBS), "fifo", str(path)], args.row_timeout))
     if not args.skip_gavel_all:
@@ -244,8 +270,12 @@ def main() -> int:
     header = (f"Measured {dt.date.today().isoformat()} on {os.cpu_count()} cores (shared); "
               f"load average (1/5/15 min) before {load_before}, after {load()}.")
     table = "\n".join([header, "", *lines])
-    print(table)
-    if not args.no_docs:
+    print()
+    print(table, flush=True)
+    if args.out is not None:
+        args.out.write_text(table + "\n")
+        print(f"\nwritten to {args.out}", flush=True)
+    if args.write_docs:
         text = DOCS.read_text()
         block = f"{START}\n{table}\n{END}"
         if START in text and END in text:
@@ -254,6 +284,7 @@ def main() -> int:
         else:
             text = text.rstrip() + "\n\n" + block + "\n"
         DOCS.write_text(text)
+        print(f"\nwritten to {DOCS}", flush=True)
     return 0
 
 

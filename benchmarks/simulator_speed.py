@@ -2,8 +2,14 @@
 
 Usage::
 
-    python benchmarks/simulator_speed.py              # 3 repeats, table into docs/simulator.md
-    python benchmarks/simulator_speed.py --repeat 1 --no-docs
+    python benchmarks/simulator_speed.py                # 3 repeats per policy: ~30 s here
+    python benchmarks/simulator_speed.py --quick        # 1 repeat: ~15 s
+    python benchmarks/simulator_speed.py --out speed.md # also write the block to a file
+    python benchmarks/simulator_speed.py --write-docs   # also replace the "## Speed"
+                                                        # section of docs/simulator.md
+
+It prints one line per policy as it finishes, then the markdown block; nothing is written
+unless ``--out`` or ``--write-docs`` asks for it.
 
 Workload: ``instances/gavel/trace-1000.json.gz`` (Gavel's own generator: 1000 jobs, Poisson
 arrivals at 6 jobs/h, multi-GPU mix), cluster 36 V100 + 36 P100 + 36 K80, rounds of 360 s,
@@ -142,11 +148,20 @@ def calibration_s(repeat: int = 3) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=3, help="runs per policy (fastest kept)")
-    parser.add_argument("--no-docs", action="store_true", help="do not update docs/simulator.md")
-    parser.add_argument("--docs", type=Path, default=DOCS)
+    parser.add_argument("--repeat", type=int, default=None,
+                        help="runs per policy, fastest kept (default 3; --quick: 1)")
+    parser.add_argument("--quick", action="store_true", help="one run per policy")
+    parser.add_argument("--out", type=Path, metavar="FILE",
+                        help="also write the markdown block to FILE")
+    parser.add_argument("--write-docs", action="store_true",
+                        help='replace the "## Speed" section of --docs (docs/simulator.md)')
+    parser.add_argument("--docs", type=Path, default=DOCS, help=argparse.SUPPRESS)
+    parser.add_argument("--no-docs", action="store_true",
+                        help=argparse.SUPPRESS)  # the default now; kept for old command lines
     args = parser.parse_args(argv)
+    args.repeat = args.repeat or (1 if args.quick else 3)
     logging.basicConfig(level=logging.WARNING)
+    started = time.perf_counter()
     instance = load_instance(TRACE)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     calibration = calibration_s()
@@ -163,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
             skipped.append(name)
         else:
             rows.append(row)
+            print(f"{name}: {row.wall_s:.2f} s wall, {row.cpu_s:.2f} s CPU (fastest of "
+                  f"{args.repeat}), avg JCT {row.result.average_jct() / 3600:.2f} h; elapsed "
+                  f"{time.perf_counter() - started:.0f} s", flush=True)
     load_after = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     lines = table(rows)
     by_name = {row.policy: row for row in rows}
@@ -199,10 +217,14 @@ def main(argv: list[str] | None = None) -> int:
               f"--repeat {args.repeat}` ({machine}); trace-1000, 36:36:36, 360 s rounds, "
               "continuous arrivals; fastest of the repeats.")
     block = "\n".join([header, "", *lines, "", *notes])
-    print(block)
-    if not args.no_docs:
+    print()
+    print(block, flush=True)
+    if args.out is not None:
+        args.out.write_text(block + "\n", encoding="utf-8")
+        print(f"\nwritten to {args.out}", flush=True)
+    if args.write_docs:
         write_docs(args.docs, block)
-        print(f"\nwritten to {args.docs}", file=sys.stderr)
+        print(f"\nwritten to {args.docs}", flush=True)
     return 0
 
 

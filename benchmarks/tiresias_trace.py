@@ -3,6 +3,7 @@
 Usage::
 
     python benchmarks/tiresias_trace.py                  # 60 s and 360 s rounds
+    python benchmarks/tiresias_trace.py --quick          # 360 s rounds only
     python benchmarks/tiresias_trace.py --round-s 360 --workers 2
 
 Workload: ``instances/gavel/trace-1000.json.gz`` (1000 jobs, Poisson arrivals, Gavel's
@@ -16,7 +17,8 @@ Policies: ``tiresias`` (2D-LAS, default thresholds (3200,) GPU-s, two queues),
 ``tiresias`` with Tiresias' code thresholds (3250, 7200) GPU-s (``tiresias[code]``),
 ``tiresias_gittins`` and ``fifo`` (non-preemptive, backfill).  No starvation knob.
 
-Prints one row per policy: the average JCT in hours per round length (all jobs finish).
+Prints one line per (policy, round length) as it finishes, then one row per policy: the
+average JCT in hours per round length (all jobs finish).  Nothing is written to a file.
 """
 
 from __future__ import annotations
@@ -75,25 +77,34 @@ def average_jct_h(policy_name: str, round_s: float) -> tuple[str, float, float, 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--round-s", type=float, nargs="+", default=[60.0, 360.0])
+    parser.add_argument("--round-s", type=float, nargs="+", default=None,
+                        help="round lengths, s (default 60 360; --quick: 360)")
     parser.add_argument("--policies", nargs="+", default=list(POLICIES), choices=list(POLICIES))
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--quick", action="store_true", help="360 s rounds only")
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.round_s is None:
+        args.round_s = [360.0] if args.quick else [60.0, 360.0]
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
     _, cluster = homogeneous_v100()
-    logger.info("trace-1000, homogeneous: one pool of %d V100", cluster.accelerators["v100"].count)
+    print(f"trace-1000, homogeneous: one pool of {cluster.accelerators['v100'].count} V100",
+          flush=True)
     runs = [(p, r) for p in args.policies for r in args.round_s]
+    started = time.perf_counter()
+    out = []
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        out = list(pool.map(average_jct_h, *zip(*runs, strict=True)))
+        # map yields in order as the runs finish: one line per run as it goes
+        for p, r, jct, wall in pool.map(average_jct_h, *zip(*runs, strict=True)):
+            out.append((p, r, jct, wall))
+            print(f"{p} at {r:g} s rounds: average JCT {jct:.2f} h, {wall:.1f} s wall; "
+                  f"elapsed {time.perf_counter() - started:.0f} s", flush=True)
     table = {(p, r): jct for p, r, jct, _ in out}
     header = "| policy | " + " | ".join(f"{r:g} s rounds" for r in args.round_s) + " |"
     lines = [header, "|---" * (len(args.round_s) + 1) + "|"]
     for p in args.policies:
         lines.append(f"| {p} | " + " | ".join(f"{table[p, r]:.2f} h" for r in args.round_s)
                      + " |")
-    logger.info("average JCT (h)\n%s", "\n".join(lines))
-    for p, r, _, wall in out:
-        logger.info("%s at %g s rounds: %.1f s wall", p, r, wall)
+    print("\naverage JCT (h)\n" + "\n".join(lines), flush=True)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,10 @@
 Usage::
 
     python benchmarks/titan_scale.py            # all three sizes (about a minute here)
-    python benchmarks/titan_scale.py --quick    # 64 and 256 only
+    python benchmarks/titan_scale.py --quick    # 64 and 256 only (about 10 s)
+
+It prints one line per (size, variant) as it finishes, the last column the seconds since the
+start; nothing is written unless ``--json FILE`` asks for it.
 
 **Rounds.**  n tasks on a pool of G = n GPUs (the runnable set is capped at G, as in the
 code, so n = G is the largest round a pool of G holds), a 120 s round.  Tasks are drawn with
@@ -170,7 +173,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="64 and 256 tasks only")
     parser.add_argument("--no-pyomo", action="store_true", help="skip the Pyomo baseline")
-    parser.add_argument("--json", type=Path, default=None, help="write the rows as JSON")
+    parser.add_argument("--json", "--out", dest="json", type=Path, default=None, metavar="FILE",
+                        help="write the rows as JSON")
     parser.add_argument("--time-limit", type=float, default=30.0,
                         help="per solve, s (the code's max_seconds; default 30)")
     args = parser.parse_args()
@@ -183,8 +187,8 @@ def main() -> None:
     rows = []
     header = (f"{'tasks':>6} {'GPUs':>5} {'variant':>7} {'pairs':>6} {'columns':>8} "
               f"{'build s':>8} {'solve s':>8} {'status':>10} {'gap':>9} {'pyomo s':>8} "
-              f"{'ratio':>6} {'obj diff':>9}")
-    print(header)
+              f"{'ratio':>6} {'obj diff':>9} {'elapsed s':>9}")
+    print(header, flush=True)
     for size in SIZES[:2] if args.quick else SIZES:
         tasks = make_tasks(size)
         for variant in ("none", "code", "all"):
@@ -198,7 +202,8 @@ def main() -> None:
             print(f"{row.tasks:>6} {row.gpus:>5} {row.variant:>7} {row.pairs:>6} "
                   f"{row.columns:>8} {row.build_s:>8.3f} {row.solve_s:>8.3f} "
                   f"{row.status:>10} {fmt(row.gap, '.1e'):>9} {fmt(row.pyomo_s, '.3f'):>8} "
-                  f"{fmt(ratio, '.1f'):>6} {fmt(diff, '.1e'):>9}", flush=True)
+                  f"{fmt(ratio, '.1f'):>6} {fmt(diff, '.1e'):>9} "
+                  f"{time.perf_counter() - t0:>9.1f}", flush=True)
     if args.json is not None:
         write_json_atomic(args.json, {"machine": platform.platform(),
                                       "load_average": os.getloadavg()[0],
