@@ -424,7 +424,9 @@ def check_schedule(instance: Instance, solution: Solution, *, tol: float = 1e-6)
       (``gpu_ids = [g]``, 0 <= g < n_k; implicit on a type of one GPU); a GPU runs one task at
       a time; a task that follows another job's task on its GPU starts at least
       sigma[job, type] after that task ended (``switch_seconds``); a GPU's first task pays
-      sigma only when ``params.switch_on_first_task``.
+      sigma only when ``params.switch_on_first_task``;
+    * with ``params.one_type_per_round``: the tasks of each round of a Hare job run on one GPU
+      type.
     """
     out = _check_schedule_entries(instance, solution.schedule, tol)
     running = _one_entry_per_group(solution)
@@ -441,6 +443,8 @@ def check_schedule(instance: Instance, solution: Solution, *, tol: float = 1e-6)
             out += _check_saturn_job(instance, job, entries, tol)
         if job.rounds is not None or job.tasks_per_round is not None:
             out += _check_hare_job(job, by_job.get(job.id, []), tol)
+            if instance.params.one_type_per_round:
+                out += _check_hare_round_types(instance, job, entries)
     out += _check_hare_gpus(instance, solution.schedule, tol)
     return out
 
@@ -734,6 +738,19 @@ def _check_hare_job(job: Job, entries: list[ScheduleEntry], tol: float) -> list[
                 f"ends at {ended:.9g} s (barrier)"
             )
     return out
+
+
+def _check_hare_round_types(instance: Instance, job: Job,
+                            entries: list[ScheduleEntry]) -> list[str]:
+    """With ``params.one_type_per_round``: all tasks of a round on one GPU type."""
+    types: dict[int, set[str]] = defaultdict(set)
+    for e in entries:
+        acc = _entry_type(instance, e)
+        if e.round is not None and acc is not None:
+            types[e.round].add(acc)
+    return [f"job {job.id}: round {r} runs on {', '.join(sorted(used))} (one_type_per_round: "
+            "one GPU type per round)"
+            for r, used in sorted(types.items()) if len(used) > 1]
 
 
 def _check_hare_task_time(job: Job, e: ScheduleEntry, tol: float) -> list[str]:

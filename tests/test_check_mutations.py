@@ -580,6 +580,11 @@ MUTATIONS: list[Mutation] = [
              "(switch_on_first_task)", "hare_gpus",
              lambda d, s: d.setdefault("params", {}).__setitem__("switch_on_first_task", True),
              "v100 GPU 0: first task (job h) starts at 0 s < its switch time 0.5 s"),
+    Mutation("round spread over two types", "_check_hare_round_types",
+             "job {}: round {} runs on {} (one_type_per_round: one GPU type per round)",
+             "hare_gpus",
+             lambda d, s: d.setdefault("params", {}).__setitem__("one_type_per_round", True),
+             "job h: round 0 runs on k80, v100 (one_type_per_round: one GPU type per round)"),
     # ------------------------------------------------------------ Titan groups
     Mutation("group of one task", "check_groups",
              "group {}: {} task(s) (a merged group has at least 2)", "titan",

@@ -33,6 +33,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from schedlab.errors import InputError
 from schedlab.formulations.base import Heuristic, ObjectiveSense
 from schedlab.formulations.hare.model import (
     HareData,
@@ -168,6 +169,15 @@ class SchedHomo(_Baseline):
     """``hare.sched_homo``: heterogeneity-oblivious list scheduling."""
 
     name = "hare.sched_homo"
+
+    def validate(self, instance: Instance) -> None:
+        """As every baseline, and no ``params.one_type_per_round``: this heuristic spreads a
+        round over whatever GPUs free first, of any type."""
+        super().validate(instance)
+        if instance.params.one_type_per_round:
+            raise InputError(f"{self.name} spreads a round's tasks over GPU types; it does "
+                             "not keep one type per round (use hare.greedy, hare.exact or "
+                             "hare.sched_allox)", field="params.one_type_per_round")
 
     def schedule(self, data: HareData) -> list[Task]:
         return sched_homo_tasks(data)

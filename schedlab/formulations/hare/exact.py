@@ -32,6 +32,9 @@ Rows (e_t = S_t + sum_g p[t,g] x[t,g] is t's end):
   type(g)] h[b,g]);
 * rounds: F[j,q] >= e_t for t in round q of j; S_t >= F[j,q-1] for q >= 1; S_t >= r_j
   (a column bound) in round 0;
+* with ``params.one_type_per_round`` ("no spread"): z[j,q,k] in {0,1} per round and usable
+  type, sum_k z[j,q,k] = 1 and x[t,g] <= z[j(t),q(t),type(g)]: the round's tasks run on
+  its one chosen type;
 * symmetry: the tasks of one round are alike, so they start in index order (S_t <= S_{t+1});
   the GPUs of one type are alike, so a GPU has a head only if the previous GPU of its type
   has one.
@@ -277,7 +280,8 @@ class ExactModel:
     """The MILP of the module docstring as arrays, with its column map.
 
     Columns: x (``pair_task``, ``pair_gpu``), then h (the same pairs), then y (``succ_from``,
-    ``succ_to``), then S (one per task), then F (one per job and round, job by job).
+    ``succ_to``), then S (one per task), then F (one per job and round, job by job), then,
+    with ``one_type_per_round``, z (one per round and usable type, round by round).
     """
 
     data: HareData
@@ -434,6 +438,21 @@ def build_exact(data: HareData) -> ExactModel:
     jk, jg = np.nonzero(pair_gpu[None, :] == alike[:, None] + 1)
     rows.add(np.r_[hk, jk], np.r_[hg + pairs, jg + pairs],
              np.r_[np.ones(len(hk)), -np.ones(len(jk))], 0.0, np.inf, len(alike))
+    # one type per round: z[j,q,k] = 1 for the round's type; sum_k z = 1; x[t,g] <= z
+    if data.one_type_per_round:
+        z_round, z_type = np.nonzero(data.usable[f_job])       # (round u, usable type k)
+        num_z = len(z_round)
+        zcol = np.full((num_f, data.num_types), -1, dtype=np.int64)
+        zcol[z_round, z_type] = size + np.arange(num_z)
+        size += num_z
+        col_lower = np.r_[col_lower, np.zeros(num_z)]
+        col_upper = np.r_[col_upper, np.ones(num_z)]
+        integer = np.r_[integer, np.ones(num_z, dtype=bool)]
+        cost = np.r_[cost, np.zeros(num_z)]
+        rows.add(z_round, zcol[z_round, z_type], 1.0, 1.0, 1.0, num_f)
+        pair_round = fcol_of[pair_task] - (2 * pairs + num_y + n)
+        rows.add(np.r_[tp, tp], np.r_[tp, zcol[pair_round, gtype[pair_gpu]]],
+                 np.r_[np.ones(pairs), -np.ones(pairs)], -np.inf, 0.0, pairs)
     matrix, row_lower, row_upper = rows.matrix(size)
 
     # the serial schedule as the solver's start
@@ -450,7 +469,9 @@ def build_exact(data: HareData) -> ExactModel:
     ends = s_start + data.seconds[job, gtype[s_gpu]]
     f_start = np.full(num_f, -np.inf)
     np.maximum.at(f_start, fcol_of - (2 * pairs + num_y + n), ends)
-    start[2 * pairs + num_y + n:] = f_start
+    start[2 * pairs + num_y + n:2 * pairs + num_y + n + num_f] = f_start
+    if data.one_type_per_round:   # the serial schedule runs each round on one type
+        start[zcol[fcol_of - (2 * pairs + num_y + n), gtype[s_gpu]]] = 1.0
     return ExactModel(data=data, tasks=tasks, pair_task=pair_task.astype(np.int64),
                       pair_gpu=pair_gpu.astype(np.int64), succ_from=a_idx.astype(np.int64),
                       succ_to=b_idx.astype(np.int64), matrix=matrix, row_lower=row_lower,

@@ -33,6 +33,12 @@ task goes to the GPU whose earliest slot ends it earliest (ties as above).  The 
 placed in the same order, so a backfilled schedule is not always better: an earlier task
 changes the later choices.
 
+**One type per round** (``params.one_type_per_round``, or the option
+``one_type_per_round=True``).  A round's tasks all go to one GPU type: for each type the job
+can use, the round is placed as above on that type's GPUs alone (a trial, undone), and the
+round is placed for real on the type whose trial ends the round earliest (ties: the lower
+type).
+
 **Starvation-freedom.**  pi_u lies in [t_u, t_u + Delta].  A round that becomes ready more
 than Delta after round u has priority > t_u + Delta >= pi_u, so it is placed after u: no
 round is overtaken by rounds that became ready more than Delta later, whatever their
@@ -108,6 +114,16 @@ class GpuTimelines:
                 return start, end, k
         return None
 
+    def copy(self, gpus: IntArray) -> GpuTimelines:
+        """A copy whose GPUs ``gpus`` have their own lists (the others' are shared: a trial
+        placement on ``gpus`` alone leaves this one unchanged)."""
+        twin = GpuTimelines(0, self.switch_on, self.first_gap)
+        twin.starts, twin.ends, twin.jobs = list(self.starts), list(self.ends), list(self.jobs)
+        for g in gpus:
+            twin.starts[g], twin.ends[g] = list(self.starts[g]), list(self.ends[g])
+            twin.jobs[g] = list(self.jobs[g])
+        return twin
+
     def insert(self, g: int, k: int, start: float, end: float, j: int) -> None:
         """Record a task of job j on GPU g at position k."""
         self.starts[g].insert(k, start)
@@ -116,11 +132,12 @@ class GpuTimelines:
 
 
 def greedy_schedule(data: HareData, round_keys: FloatArray, job_rank: IntArray,
-                    max_wait_s: float, *, backfill: bool = False,
+                    max_wait_s: float, *, backfill: bool = False, one_type: bool = False,
                     ) -> tuple[list[Task], list[tuple[int, int]]]:
     """The module docstring's list schedule; returns the tasks and the placement order of
     the rounds as (job, round).  ``round_keys``: L_u in (job, round) order; ``job_rank``:
-    each job's position in the LP order (ties); ``backfill``: also try the idle gaps."""
+    each job's position in the LP order (ties); ``backfill``: also try the idle gaps;
+    ``one_type``: each round on one GPU type (also when ``data.one_type_per_round``)."""
     starts = np.concatenate([[0], np.cumsum(data.rounds)])
     gpu_type = np.repeat(np.arange(data.num_types), data.gpus)
     gpu_local = np.concatenate([np.arange(n) for n in data.gpus]) if len(gpu_type) else \
@@ -132,22 +149,19 @@ def greedy_schedule(data: HareData, round_keys: FloatArray, job_rank: IntArray,
     first_gap = 1.0 if data.first_task_pays else 0.0
     heap: list[tuple[float, int, int, int, float]] = []
     timelines = GpuTimelines(len(gpu_type), switch_on, first_gap) if backfill else None
+    one_type = one_type or data.one_type_per_round
 
     def push(j: int, q: int, ready: float) -> None:
         key = float(round_keys[starts[j] + q])
         priority = max(ready, min(key, ready + max_wait_s))
         heapq.heappush(heap, (priority, int(job_rank[j]), j, q, ready))
 
-    for j in range(data.num_jobs):
-        push(j, 0, float(data.arrival[j]))
-    tasks: list[Task] = []
-    order: list[tuple[int, int]] = []
-    while heap:
-        _, _, j, q, ready = heapq.heappop(heap)
-        order.append((j, q))
-        p = seconds_on[j]
-        round_end = ready
-        for index in range(int(data.tasks[j])):
+    def place(j: int, ready: float, p: FloatArray, free: FloatArray, last_job: IntArray,
+              timelines: GpuTimelines | None) -> list[tuple[int, float, float]]:
+        """Place the m_j tasks of a round of j (GPUs with p = inf are never chosen),
+        updating ``free``, ``last_job`` and ``timelines``; returns (GPU, start, end) each."""
+        placed: list[tuple[int, float, float]] = []
+        for _ in range(int(data.tasks[j])):
             gap = np.where(last_job == j, 0.0,
                            np.where(last_job < 0, first_gap, 1.0) * switch_on[j])
             start = np.maximum(ready, free + gap)
@@ -165,12 +179,36 @@ def greedy_schedule(data: HareData, round_keys: FloatArray, job_rank: IntArray,
                         slot = position
                 g, task_end = best_g, best
                 timelines.insert(g, position, task_start, task_end, j)
-            tasks.append(Task(job=j, round=q, index=index, type=int(gpu_type[g]),
-                              gpu=int(gpu_local[g]), start=task_start, end=task_end))
+            placed.append((g, task_start, task_end))
             if slot is None:   # appended after g's last task
                 free[g] = task_end
                 last_job[g] = j
-            round_end = max(round_end, task_end)
+        return placed
+
+    for j in range(data.num_jobs):
+        push(j, 0, float(data.arrival[j]))
+    tasks: list[Task] = []
+    order: list[tuple[int, int]] = []
+    while heap:
+        _, _, j, q, ready = heapq.heappop(heap)
+        order.append((j, q))
+        p = seconds_on[j]
+        if one_type:   # the type whose GPUs alone end the round earliest (ties: lower type)
+            best_end, best_p = math.inf, p
+            for k in np.flatnonzero(data.usable[j]):
+                p_k = np.where(gpu_type == k, p, np.inf)
+                trial = place(j, ready, p_k, free.copy(), last_job.copy(),
+                              None if timelines is None
+                              else timelines.copy(np.flatnonzero(gpu_type == k)))
+                trial_end = max(e for _, _, e in trial)
+                if trial_end < best_end:
+                    best_end, best_p = trial_end, p_k
+            p = best_p
+        placed = place(j, ready, p, free, last_job, timelines)
+        for index, (g, task_start, task_end) in enumerate(placed):
+            tasks.append(Task(job=j, round=q, index=index, type=int(gpu_type[g]),
+                              gpu=int(gpu_local[g]), start=task_start, end=task_end))
+        round_end = max([ready] + [e for _, _, e in placed])
         if q + 1 < data.rounds[j]:
             push(j, q + 1, round_end)
     return tasks, order
@@ -186,6 +224,8 @@ class HareGreedy(Method):
         eps: the LP grid's eps.
         backfill: also place a task in an idle gap between placed tasks when it fits
             (module docstring); default off: after the GPU's last task.
+        one_type_per_round: run every round on one GPU type (module docstring, "One type
+            per round"); always on when the instance sets ``params.one_type_per_round``.
     """
 
     name = "hare.greedy"
@@ -194,13 +234,15 @@ class HareGreedy(Method):
     objective_sense = "minimize"
 
     def __init__(self, *, use_lp: bool = True, max_wait_s: float = DEFAULT_MAX_WAIT_S,
-                 eps: float = DEFAULT_EPS, backfill: bool = False) -> None:
+                 eps: float = DEFAULT_EPS, backfill: bool = False,
+                 one_type_per_round: bool = False) -> None:
         if not (max_wait_s >= 0 and not math.isnan(max_wait_s)):
             raise InputError(f"max_wait_s must be >= 0, got {max_wait_s}", field="max_wait_s")
         self.use_lp = use_lp
         self.max_wait_s = max_wait_s
         self.eps = eps
         self.backfill = backfill
+        self.one_type_per_round = one_type_per_round
 
     def validate(self, instance: Instance) -> None:
         """Every job has rounds, tasks_per_round and task_seconds."""
@@ -230,7 +272,8 @@ class HareGreedy(Method):
                                    f"{lp.result.message}); fallback: the trivial order")
         t1 = time.perf_counter()
         tasks, order = greedy_schedule(data, keys, rank, self.max_wait_s,
-                                       backfill=self.backfill)
+                                       backfill=self.backfill,
+                                       one_type=self.one_type_per_round)
         solution = hare_solution(instance, self.name, data, tasks, status=Status.FEASIBLE,
                                  bound=bound)
         solution.solver = "none"  # a heuristic: the LP only orders it and bounds it

@@ -23,6 +23,7 @@ sum_j w_j C_j; the weighted JCT sum_j w_j (C_j - r_j) is reported beside it.
     data.min_seconds                                      # (J,) min_k p[j,k]
     data.trivial_bound()        # sum_j w_j (r_j + R_j min_k p[j,k])
     data.first_task_pays        # params.switch_on_first_task
+    data.one_type_per_round     # params.one_type_per_round: a round's tasks on one type
 
     task = Task(job=j, round=q, index=i, type=k, gpu=g, start=s, end=e)  # g within type k
     C = completion_times(data, tasks)               # (J,) end of each job's last task
@@ -69,6 +70,7 @@ class HareData:
     seconds: FloatArray
     switch: FloatArray
     first_task_pays: bool = False
+    one_type_per_round: bool = False
     usable: BoolArray = field(init=False)
     min_seconds: FloatArray = field(init=False)
 
@@ -136,7 +138,8 @@ def hare_data(instance: Instance, formulation: str) -> HareData:
         rounds=np.array([job.rounds for job in jobs], dtype=np.int64),
         tasks=np.array([job.tasks_per_round for job in jobs], dtype=np.int64),
         seconds=seconds, switch=switch,
-        first_task_pays=instance.params.switch_on_first_task)
+        first_task_pays=instance.params.switch_on_first_task,
+        one_type_per_round=instance.params.one_type_per_round)
 
 
 def completion_times(data: HareData, tasks: Sequence[Task]) -> FloatArray:
