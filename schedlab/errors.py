@@ -40,3 +40,25 @@ class SolverError(SchedlabError):
     """The solver ran but failed in a way that is not the user's input.  Exit code 1."""
 
     exit_code = 1
+
+
+#: The command that installs the torch the profiler and the replay are tested with (README).
+TORCH_INSTALL = "pip install torch==2.13.0"
+
+
+def require_torch(command: str) -> None:
+    """Import torch, or raise an :class:`InputError` (one line, exit 2) saying that
+    ``schedlab <command>`` needs it and how to install it: torch is an optional dependency,
+    so its absence is the user's to fix, not an internal error.  A torch that is present but
+    fails to import (a broken wheel, a missing system library) says so with the reason."""
+    try:
+        import torch  # noqa: F401  (imported for its side effect only: proof it loads)
+    except ModuleNotFoundError as exc:
+        if exc.name != "torch":  # torch is there, one of its own imports is missing
+            raise InputError(f"schedlab {command} needs torch, which fails to import "
+                             f"({exc}); reinstall it: {TORCH_INSTALL}") from None
+        raise InputError(f"schedlab {command} needs torch, which is not installed: "
+                         f"{TORCH_INSTALL}") from None
+    except ImportError as exc:
+        raise InputError(f"schedlab {command} needs torch, which fails to import ({exc}); "
+                         f"reinstall it: {TORCH_INSTALL}") from None

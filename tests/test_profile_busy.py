@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -64,3 +66,51 @@ def test_a_cell_measured_beside_a_busy_loop_carries_the_warning(tmp_path: Path) 
     assert cell.host_busy is not None and "other processes used" in cell.host_busy
     written = (tmp_path / "throughputs.json").read_text()
     assert '"host_busy": "other processes used' in written
+
+
+def _profile_args(out: Path) -> list[str]:
+    return [sys.executable, "-m", "schedlab", "profile", "--models", "lstm,recommender",
+            "--batch-sizes", "16", "--warmup-steps", "2", "--max-seconds", "0.5",
+            "--out", str(out)]
+
+
+def test_a_redirected_profile_writes_a_line_per_cell_as_it_goes(tmp_path: Path) -> None:
+    log = tmp_path / "log.txt"
+    with open(log, "w") as handle:
+        process = subprocess.Popen(_profile_args(tmp_path / "t.json"), stdout=handle,
+                                   stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 120
+            first_seen_running = False
+            while time.monotonic() < deadline and process.poll() is None:
+                if log.read_text().startswith("cell solo:lstm/tiny@16:cpu:1: ok "):
+                    first_seen_running = process.poll() is None
+                    break
+                time.sleep(0.05)
+            assert process.wait(timeout=120) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+    lines = [line for line in log.read_text().splitlines() if line.startswith("cell ")]
+    assert [line.split(":")[1] for line in lines] == ["lstm/tiny@16", "recommender/tiny@16"]
+    assert first_seen_running  # the first cell's line was there before the run ended
+
+
+def test_check_re_times_cells_and_counts_drift(tmp_path: Path) -> None:
+    out = tmp_path / "t.json"
+    assert subprocess.run(_profile_args(out), capture_output=True, timeout=180).returncode == 0
+    done = subprocess.run([sys.executable, "-m", "schedlab", "profile", "--check", str(out),
+                           "--check-cells", "2"], capture_output=True, text=True, timeout=180)
+    lines = done.stdout.splitlines()
+    cells = [line for line in lines if line.startswith("cell solo:")]
+    assert len(cells) == 2 and all(" -> " in line and "steps/s" in line for line in cells)
+    drifted = sum("drifted" in line for line in cells)
+    assert lines[-1].startswith(f"{drifted} of 2 re-timed cell(s) moved more than 10%")
+    assert done.returncode == (1 if drifted else 0)
+
+
+def test_profile_without_its_options_is_one_line(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "schedlab", "profile", "--models", "lstm",
+                           "--out", str(tmp_path / "t.json")], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "--batch-sizes" in done.stderr

@@ -5,10 +5,23 @@ The replay loop (:mod:`schedlab.executor.replay`) talks to a :class:`Backend` on
 * ``start(slots, devices)`` - one persistent worker per slot;
 * ``submit(slot, order)`` - hand the slot's worker a segment order;
 * ``poll(timeout)`` - the events that arrived: ``("result", slot, dict)``, ``("progress",
-  slot, tuple)`` and ``("died", slot, reason)`` (the worker process ended or the actor died);
-* ``restart(slot)`` - replace the slot's worker with a fresh one;
+  slot, tuple)``, ``("died", slot, reason)`` (the worker process ended or the actor died),
+  ``("error", slot, text)`` (the worker raised while running an order: a bug, or a gang's
+  collective failing because a peer died; the replay tells them apart) and
+  ``("ready", slot, pid)`` (a replacement worker has started);
+* ``restart(slot)`` - replace the slot's worker with a fresh one, *without waiting* for it:
+  the old worker is killed, the new one is launched and ``restart`` returns at once; the new
+  worker imports torch and warms up on its own (seconds), then reports ``ready`` through
+  ``poll``.  Until then ``ready(slot)`` is False and orders submitted to the slot wait for
+  it (in the pipe, or in the actor's queue), so the replay loop keeps polling the other
+  slots instead of blocking past their deadlines;
+* ``ready(slot)`` - the slot's worker has started and runs orders as they come;
 * ``pid(slot)`` - the worker's process id; ``gang_store(world)`` - a store the replay hosts
   for a gang's process group; ``close()``.
+
+A replacement that dies before it is ready is reported as ``died`` again (the replay then
+restarts it again); :data:`MAX_START_FAILURES` such deaths in a row, or a start longer than
+:data:`READY_TIMEOUT_S`, raise :class:`WorkerFailed` (a broken environment, not a fault).
 
 :class:`LocalBackend` starts ``spawn`` children (a ``forkserver`` child with torch
 preloaded starts faster, but gloo process groups hung intermittently in such children here),
@@ -38,8 +51,10 @@ log = logging.getLogger(__name__)
 
 Event = tuple[str, Slot, Any]
 
-#: Seconds a new local worker may take to import torch and report ready.
+#: Seconds a new worker may take to import torch and report ready.
 READY_TIMEOUT_S = 120.0
+#: Replacement workers of one slot that may die in a row before they are ready.
+MAX_START_FAILURES = 3
 
 
 class Backend(ABC):
@@ -66,7 +81,12 @@ class Backend(ABC):
 
     @abstractmethod
     def restart(self, slot: Slot) -> None:
-        """Replace the slot's worker (dead or stuck) with a fresh one."""
+        """Replace the slot's worker (dead or stuck) with a fresh one; returns without
+        waiting for it to start (``poll`` reports ``ready`` when it has)."""
+
+    def ready(self, slot: Slot) -> bool:
+        """The slot's worker has started (a backend whose ``restart`` waits: always)."""
+        return True
 
     @abstractmethod
     def pid(self, slot: Slot) -> int:
@@ -146,8 +166,14 @@ class LocalBackend(Backend):
         self._context = multiprocessing.get_context("spawn")  # never fork a torch process
         self._procs: dict[Slot, Any] = {}
         self._conns: dict[Slot, multiprocessing.connection.Connection] = {}
+        #: slots whose worker has not yet said ``ready``: monotonic time it was launched
+        self._starting: dict[Slot, float] = {}
+        self._start_failures: dict[Slot, int] = {}
+        #: killed workers not yet reaped (joined without waiting on later polls)
+        self._dying: list[Any] = []
 
     def _spawn(self, slot: Slot) -> None:
+        """Launch the slot's worker; it reports ``ready`` once warm (not waited for)."""
         parent, child = self._context.Pipe()
         proc = self._context.Process(target=_serve,
                                      args=(child, self.threads, self.warm,
@@ -157,6 +183,7 @@ class LocalBackend(Backend):
         child.close()
         self._procs[slot] = proc
         self._conns[slot] = parent
+        self._starting[slot] = time.monotonic()
 
     def start(self, slots: list[Slot], warm: list[str]) -> None:
         self.warm = list(warm)
@@ -174,9 +201,10 @@ class LocalBackend(Backend):
 
     def _wait_ready(self, slot: Slot) -> None:
         """Block until the slot's worker has imported torch (so the replay clock starts
-        with warm workers)."""
+        with warm workers); only :meth:`start` waits, before the clock starts."""
         conn = self._conns[slot]
-        if not conn.poll(READY_TIMEOUT_S):
+        left = READY_TIMEOUT_S - (time.monotonic() - self._starting[slot])
+        if not conn.poll(max(left, 0.0)):
             raise WorkerFailed(f"worker {slot_name(slot)} did not start in "
                                f"{READY_TIMEOUT_S:g} s")
         try:
@@ -185,6 +213,10 @@ class LocalBackend(Backend):
             raise WorkerFailed(f"worker {slot_name(slot)} exited while starting") from None
         if tag != "ready":
             raise WorkerFailed(f"worker {slot_name(slot)}: unexpected first message {tag!r}")
+        del self._starting[slot]
+
+    def ready(self, slot: Slot) -> bool:
+        return slot in self._procs and slot not in self._starting
 
     def submit(self, slot: Slot, order: dict[str, Any]) -> None:
         try:
@@ -194,10 +226,14 @@ class LocalBackend(Backend):
                         slot_name(slot))
 
     def poll(self, timeout: float) -> list[Event]:
+        self._reap()
+        self._check_start_time()
         by_handle: dict[Any, tuple[str, Slot]] = {}
         for slot, conn in self._conns.items():
             by_handle[conn] = ("conn", slot)
             by_handle[self._procs[slot].sentinel] = ("proc", slot)
+        if self._starting:  # wake in time to notice a start past its limit
+            timeout = min(timeout, 1.0)
         ready = multiprocessing.connection.wait(list(by_handle), max(timeout, 0.0))
         events: list[Event] = []
         dead: set[Slot] = set()
@@ -208,8 +244,9 @@ class LocalBackend(Backend):
                 try:
                     while conn.poll():
                         tag, payload = conn.recv()
-                        if tag == "error":
-                            raise WorkerFailed(f"worker {slot_name(slot)}: {payload}")
+                        if tag == "ready":
+                            self._starting.pop(slot, None)
+                            self._start_failures.pop(slot, None)
                         events.append((tag, slot, payload))
                 except (EOFError, OSError):
                     dead.add(slot)
@@ -218,14 +255,45 @@ class LocalBackend(Backend):
         for slot in sorted(dead):
             proc = self._procs[slot]
             proc.join(timeout=1.0)
-            if not proc.is_alive():
-                events.append(("died", slot, f"exit code {proc.exitcode}"))
+            if proc.is_alive():
+                continue
+            reason = f"exit code {proc.exitcode}"
+            if slot in self._starting:
+                failures = self._start_failures.get(slot, 0) + 1
+                self._start_failures[slot] = failures
+                if failures >= MAX_START_FAILURES:
+                    raise WorkerFailed(f"worker {slot_name(slot)} exited while starting "
+                                       f"{failures} times in a row ({reason})")
+                reason += " while starting"
+            events.append(("died", slot, reason))
         return events
 
+    def _check_start_time(self) -> None:
+        """A worker that has not said ``ready`` within :data:`READY_TIMEOUT_S` cannot start
+        here (torch import stuck, no memory): the replay stops with an error."""
+        now = time.monotonic()
+        for slot, since in self._starting.items():
+            if now - since > READY_TIMEOUT_S:
+                raise WorkerFailed(f"worker {slot_name(slot)} did not start in "
+                                   f"{READY_TIMEOUT_S:g} s")
+
     def restart(self, slot: Slot) -> None:
-        self._stop(slot)
+        """SIGKILL the slot's worker (it is dead or stuck, so nothing is lost by not asking
+        it to stop; it is reaped on later polls) and launch a fresh one; returns at once."""
+        proc = self._procs.pop(slot, None)
+        conn = self._conns.pop(slot, None)
+        self._starting.pop(slot, None)
+        if conn is not None:
+            conn.close()
+        if proc is not None:
+            if proc.is_alive():
+                proc.kill()
+            self._dying.append(proc)
         self._spawn(slot)
-        self._wait_ready(slot)
+
+    def _reap(self) -> None:
+        """Join killed workers that have exited (without waiting for the others)."""
+        self._dying = [proc for proc in self._dying if proc.is_alive()]
 
     def pid(self, slot: Slot) -> int:
         return int(self._procs[slot].pid)
@@ -248,11 +316,16 @@ class LocalBackend(Backend):
     def close(self) -> None:
         for slot in list(self._procs):
             self._stop(slot)
+        self._starting.clear()
+        for proc in self._dying:
+            proc.join(timeout=5.0)
+        self._dying.clear()
         self._started = False
 
 
 class WorkerFailed(Exception):
-    """A worker raised while running an order (a bug or a bad environment, not a fault)."""
+    """A worker raised while running an order, or cannot start (a bug or a bad environment,
+    not a fault)."""
 
 
 # ------------------------------------------------------------------------------ ray
@@ -282,55 +355,109 @@ class RayBackend(Backend):
         self._pids: dict[Slot, int] = {}
         self._hosts: dict[Slot, str] = {}
         self._refs: dict[Any, Slot] = {}
+        #: warm-up call of a starting actor -> its slot; the slot's ``where`` call
+        self._starting: dict[Any, Slot] = {}
+        self._start_times: dict[Slot, float] = {}
+        self._start_failures: dict[Slot, int] = {}
+        self._where: dict[Slot, Any] = {}
         self.warm: list[str] = []
         self._actor_class: Any = ray.remote(_RayWorker)
 
     def _spawn(self, slot: Slot) -> None:
+        """Create the slot's actor and queue its warm-up; not waited for (the actor runs
+        calls in order, so a ``run`` submitted now starts after the warm-up)."""
         gpus = 1 if self.devices.get(slot, "cpu").startswith("cuda") else 0
         actor: Any = self._actor_class.options(num_cpus=self.threads, num_gpus=gpus,
                                           max_restarts=0).remote(self.threads)
         self._actors[slot] = actor
-        pid, host = self._ray.get(actor.where.remote())
-        self._ray.get(actor.warm_up.remote(self.warm))
+        self._pids.pop(slot, None)
+        self._where[slot] = actor.where.remote()
+        self._starting[actor.warm_up.remote(self.warm)] = slot
+        self._start_times[slot] = time.monotonic()
+
+    def _mark_ready(self, slot: Slot) -> None:
+        pid, host = self._ray.get(self._where[slot])
         self._pids[slot] = int(pid)
         self._hosts[slot] = str(host)
+        self._start_times.pop(slot, None)
+        self._start_failures.pop(slot, None)
 
     def start(self, slots: list[Slot], warm: list[str]) -> None:
         self.warm = list(warm)
         for slot in slots:
             self._spawn(slot)
+        for ref, slot in list(self._starting.items()):
+            try:
+                self._ray.get(ref, timeout=READY_TIMEOUT_S)
+            except self._ray.exceptions.GetTimeoutError:
+                raise WorkerFailed(f"worker {slot_name(slot)} did not start in "
+                                   f"{READY_TIMEOUT_S:g} s") from None
+            del self._starting[ref]
+            self._mark_ready(slot)
         self._started = True
+
+    def ready(self, slot: Slot) -> bool:
+        return slot in self._actors and slot not in self._start_times
 
     def submit(self, slot: Slot, order: dict[str, Any]) -> None:
         ref = self._actors[slot].run.remote(order)
         self._refs[ref] = slot
 
     def poll(self, timeout: float) -> list[Event]:
-        if not self._refs:
+        now = time.monotonic()
+        for slot, since in self._start_times.items():
+            if now - since > READY_TIMEOUT_S:
+                raise WorkerFailed(f"worker {slot_name(slot)} did not start in "
+                                   f"{READY_TIMEOUT_S:g} s")
+        waiting = list(self._refs) + list(self._starting)
+        if not waiting:
             time.sleep(max(timeout, 0.0))
             return []
-        ready, _ = self._ray.wait(list(self._refs), num_returns=1, timeout=max(timeout, 0.0))
+        ready, _ = self._ray.wait(waiting, num_returns=1, timeout=max(timeout, 0.0))
         events: list[Event] = []
         for ref in ready:
+            if ref in self._starting:
+                slot = self._starting.pop(ref)
+                try:
+                    self._ray.get(ref)
+                except self._ray.exceptions.RayActorError as exc:
+                    failures = self._start_failures.get(slot, 0) + 1
+                    self._start_failures[slot] = failures
+                    if failures >= MAX_START_FAILURES:
+                        raise WorkerFailed(f"worker {slot_name(slot)} died while starting "
+                                           f"{failures} times in a row") from None
+                    events.append(("died", slot, f"actor died while starting: "
+                                                 f"{type(exc).__name__}"))
+                    continue
+                self._mark_ready(slot)
+                events.append(("ready", slot, self._pids[slot]))
+                continue
             slot = self._refs.pop(ref)
             try:
                 events.append(("result", slot, self._ray.get(ref)))
             except self._ray.exceptions.RayActorError as exc:
                 events.append(("died", slot, f"actor died: {type(exc).__name__}"))
             except self._ray.exceptions.RayTaskError as exc:
-                raise WorkerFailed(f"worker {slot_name(slot)}: {exc}") from None
+                events.append(("error", slot, str(exc)))
         return events
 
     def restart(self, slot: Slot) -> None:
+        """Kill the slot's actor and create a fresh one; returns at once (``poll`` reports
+        ``ready`` after its warm-up)."""
         actor = self._actors.pop(slot, None)
         if actor is not None:
             self._ray.kill(actor, no_restart=True)
-        for ref, owner in list(self._refs.items()):
-            if owner == slot:
-                del self._refs[ref]
+        for refs in (self._refs, self._starting):
+            for ref, owner in list(refs.items()):
+                if owner == slot:
+                    del refs[ref]
         self._spawn(slot)
 
     def pid(self, slot: Slot) -> int:
+        """The actor's process id (waits for a starting actor to exist: hooks only)."""
+        if slot not in self._pids:
+            pid, _ = self._ray.get(self._where[slot])
+            return int(pid)
         return self._pids[slot]
 
     def store_host(self) -> str:
@@ -341,6 +468,8 @@ class RayBackend(Backend):
             self._ray.kill(actor, no_restart=True)
         self._actors.clear()
         self._refs.clear()
+        self._starting.clear()
+        self._start_times.clear()
         self._started = False
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from schedlab.errors import InputError
+from schedlab.errors import InputError, require_torch
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +96,7 @@ def add_replay_command(sub: Any, common: argparse.ArgumentParser, parser_class: 
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    require_torch("replay")  # before the imports below, which need it
     from schedlab.executor.plan import parse_device_map
     from schedlab.executor.run import run_replay
 

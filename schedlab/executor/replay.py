@@ -14,27 +14,54 @@ once on the same slots (then it stays resident), when it finishes, and every
 
 Faults.  A worker that dies mid-segment (``died`` event) is replaced by a fresh one; a gang's
 other members are replaced too (they would wait for it in a collective).  The job's progress
-falls back to its newest checkpoint; the lost work is what the worker had reported beyond
-it.  The job then runs the rest of the same segment on the fresh worker(s) (until the
+falls back to its newest good checkpoint; the lost work is what the worker had reported
+beyond it.  The job then runs the rest of the same segment on the fresh worker(s) (until the
 segment's end in wall-time mode, up to the same step target in the steps-budget mode).  A
-checkpoint found corrupt on restore is skipped by its checksum and the job restarts from the
-previous good one; both are recorded as faults of the segment.
+checkpoint found corrupt on restore (checksum, refused payload, or a step count that is not
+the one in its name) is skipped and the job restarts from the previous good one; both are
+recorded as faults of the segment.
+
+A worker that raises while running an order (``error`` event) stops the replay
+(:class:`~schedlab.executor.backends.WorkerFailed`: a bug, not a fault), except in a gang:
+there a member's collective fails within milliseconds of a peer's death, often before the
+death is seen, so the error is a fault of kind ``gang_error`` handled like a death (at most
+:data:`MAX_GANG_FAULTS` faults per segment; one poll's deaths are applied before its errors).
+
+Restarts never block the loop.  :meth:`Backend.restart` kills the old worker and launches the
+new one without waiting for it (importing torch and warming up takes seconds, longer than a
+segment at a high time scale); the order goes to the new worker at once and waits for it,
+and the loop goes on polling the other slots.  Events a replaced worker had sent in the same
+poll are dropped (they describe the old worker).
 
 Watchdog.  A segment whose workers have not all reported its end by its wall end plus a
 grace of ``max(2 s, 2 x checkpoint interval)`` (:func:`hang_grace_s`) is a fault of kind
 ``hang``: the segment's workers (every rank of a gang) are killed and replaced, and the job
-falls back to its newest checkpoint exactly as after a killed worker.  In the steps-budget
-mode, which has no wall end, the deadline is the segment's last sign of life (its start, a
-progress report, a rank's result) plus ``max(grace, STEPS_STALL_S)``.  So a stuck worker, a
-gang waiting for a dead peer or a collective that never returns costs a bounded time and is
-reported, and a replay never blocks forever.
+falls back to its newest checkpoint exactly as after a killed worker.  The watchdog's clock
+for a segment starts when its order can actually start: while one of its workers is still
+starting (a replacement) it has no deadline (the backend bounds a start by
+:data:`~schedlab.executor.backends.READY_TIMEOUT_S`), and the deadline is
+``max(wall end, start, now) + grace`` taken when the order is handed over and again when
+its last worker reports ``ready`` (so neither a late launch nor a replacement's start counts
+as a hang).  Events already waiting are read before a segment is declared hung.  In the
+steps-budget mode, which has no wall end, the deadline is the segment's last sign of life
+(its start, its workers being ready, a progress report, a rank's result) plus
+``max(grace, STEPS_STALL_S)``.  So a stuck worker, a gang waiting for a dead peer or a
+collective that never returns costs a bounded time and is reported, and a replay never
+blocks forever.
 
 Journal.  Every finished segment appends one JSON line (written, flushed and fsync'd) to
 ``<workdir>/journal.jsonl``; the first line holds the run's settings.  An interrupted replay
 (Ctrl-C) leaves the journal's whole lines and whole checkpoints; with ``resume=True`` the
 replay skips the journaled segments, each job restarts from its newest checkpoint (work
 after it is counted as lost on resume), and the clock restarts so that the first unfinished
-segment starts now.
+segment starts now.  A journal that is not UTF-8, whose first line is not a header of
+:data:`JOURNAL_SCHEMA` or whose records lack their fields is an
+:class:`~schedlab.errors.InputError` naming the file (one line, exit 2); a torn last line is
+dropped and cut off before appending.  On resume each unfinished job's step count comes from
+its newest checkpoint *as verified* (checksum, restricted unpickler, the state's own
+``steps_done``, at most the job's work), never from a file name; a finished job's from the
+journal.  Files that fail are renamed ``<name>.corrupt`` (so no worker reads them again) and
+reported as a ``corrupt_checkpoint`` fault on the job's first segment after the resume.
 """
 
 from __future__ import annotations
@@ -50,12 +77,13 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.defaults import REPLAY_CHECKPOINT_EVERY_S
+from schedlab.documents import parse_json, read_text
 from schedlab.errors import InputError
-from schedlab.executor.backends import Backend
+from schedlab.executor.backends import Backend, Event, WorkerFailed
 from schedlab.executor.plan import Plan, Segment, Slot, slot_name
 from schedlab.executor.predict import Prediction
 from schedlab.executor.worker import make_order
-from schedlab.profiler.checkpoint import list_checkpoints
+from schedlab.profiler.checkpoint import load_latest, state_steps
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +95,9 @@ DEFAULT_CHECKPOINT_EVERY_S = REPLAY_CHECKPOINT_EVERY_S
 MIN_HANG_GRACE_S = 2.0
 #: Steps-budget mode: least wall seconds without a sign of life before a segment is hung.
 STEPS_STALL_S = 10.0
+#: Faults a gang segment may have before an error raised by one of its workers stops the
+#: replay (below it, the error is taken for a collective failing because a peer is gone).
+MAX_GANG_FAULTS = 3
 
 
 def hang_grace_s(checkpoint_every_s: float) -> float:
@@ -125,6 +156,8 @@ class _Running:
     steps_before: int | None = None
     store: Any = None
     deadline: float = math.inf
+    start_wall: float = 0.0
+    end_wall: float | None = None
 
 
 def _append_line(path: Path, record: dict[str, Any]) -> None:
@@ -136,23 +169,85 @@ def _append_line(path: Path, record: dict[str, Any]) -> None:
 
 
 def read_journal(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """Header and segment records of a journal; a torn last line (a crash while appending)
-    is dropped."""
+    """Header and segment records of a journal (None and [] when there is none).  A torn
+    last line (a crash while appending) is dropped; a torn line elsewhere is logged and
+    skipped.  InputError (naming the file, and the line) when the file is not UTF-8 text,
+    its first line is not a header of :data:`JOURNAL_SCHEMA`, or a record lacks a field."""
     if not path.exists():
         return None, []
+    file = str(path)
+    lines = read_text(path).split("\n")  # bounded; not UTF-8 -> one InputError line
+    if lines and lines[-1] == "":
+        lines.pop()
     header: dict[str, Any] | None = None
     records: list[dict[str, Any]] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+    for number, line in enumerate(lines, start=1):
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            log.warning("%s line %d is torn; ignored", path, number + 1)
-            continue
-        if number == 0:
-            header = record
+            record = parse_json(line, file)
+        except InputError:
+            if number > 1 or len(lines) == 1:  # a torn header alone: the run never started
+                log.warning("%s line %d is torn; ignored", path, number)
+                continue
+            raise InputError("line 1 is not a replay journal header (not JSON)", file=file,
+                             field="line 1") from None
+        if number == 1:
+            header = _check_header(record, file)
         else:
-            records.append(record)
+            records.append(_check_record(record, file, number))
     return header, records
+
+
+def _check_header(header: Any, file: str) -> dict[str, Any]:
+    """``header`` if it is a journal header of :data:`JOURNAL_SCHEMA`, else InputError."""
+    schema = header.get("schema") if isinstance(header, dict) else None
+    if not isinstance(schema, str):
+        raise InputError("line 1 is not a replay journal header (no schema)", file=file,
+                         field="line 1")
+    if schema != JOURNAL_SCHEMA:
+        known = JOURNAL_SCHEMA.partition("@")[0]
+        what = "an unknown journal schema version" if schema.startswith(known + "@") \
+            else "not a replay journal"
+        raise InputError(f"{what}: schema {schema!r}; this schedlab reads {JOURNAL_SCHEMA!r}",
+                         file=file, field="schema")
+    assert isinstance(header, dict)
+    return header
+
+
+def _check_record(record: Any, file: str, number: int) -> dict[str, Any]:
+    """``record`` if it is a segment record with the fields a resume reads, else
+    InputError naming the line."""
+    def fail(reason: str) -> InputError:
+        return InputError(reason, file=file, field=f"line {number}")
+
+    if not isinstance(record, dict):
+        raise fail("not a segment record (not a JSON object)")
+    for key in ("segment", "steps_after"):
+        value = record.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise fail(f"{key} must be a whole number >= 0, got {value!r}")
+    if not isinstance(record.get("job"), str):
+        raise fail(f"job must be a string, got {record.get('job')!r}")
+    finish = record.get("finish_s")
+    if finish is not None and (isinstance(finish, bool) or not isinstance(finish, int | float)
+                               or not math.isfinite(finish)):
+        raise fail(f"finish_s must be a number or null, got {finish!r}")
+    return record
+
+
+def _cut_torn_tail(path: Path) -> None:
+    """Cut a torn last line (no newline: a crash while appending) off the journal, so the
+    next record starts on a line of its own."""
+    if not path.exists():
+        return
+    with path.open("rb+") as handle:
+        data = handle.read()
+        if not data or data.endswith(b"\n"):
+            return
+        keep = data.rfind(b"\n") + 1
+        log.warning("%s: cutting off a torn last line of %d bytes", path, len(data) - keep)
+        handle.truncate(keep)
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 class Replay:
@@ -173,6 +268,8 @@ class Replay:
         self.records: list[dict[str, Any]] = []
         self.journal = settings.workdir / JOURNAL
         self.t0 = 0.0
+        #: corrupt checkpoints found on resume, reported on the job's first segment after it
+        self.resume_faults: dict[str, list[dict[str, Any]]] = {}
 
     # -------------------------------------------------------------- plan helpers
 
@@ -219,6 +316,7 @@ class Replay:
             if old_header is not None:
                 raise InputError("holds a replay journal; pass --resume to continue it or "
                                  "choose another --workdir", file=str(self.journal))
+            self.journal.unlink(missing_ok=True)  # at most a torn header: nothing ran
             _append_line(self.journal, header)
             return set()
         if old_header is None:
@@ -228,15 +326,43 @@ class Replay:
                 raise InputError(f"the journal was written for another run ({key} = "
                                  f"{old_header.get(key)!r}, now {header[key]!r})",
                                  file=str(self.journal), field=key)
+        _cut_torn_tail(self.journal)
         self._clean_partial_files()
         self.records = records
+        journaled: dict[str, int] = {}
         for record in records:
+            journaled[record["job"]] = record["steps_after"]
             if record.get("finish_s") is not None:
                 self.finish_wall[record["job"]] = record["finish_s"]
         for job_id in self.plan.jobs:
-            saved = list_checkpoints(self.checkpoint_dir(job_id))
-            self.steps[job_id] = saved[-1][0] if saved else 0
+            if job_id in self.finish_wall:
+                self.steps[job_id] = journaled[job_id]
+            else:
+                self.steps[job_id] = self._verified_steps(job_id, on_resume=True)
+                log.info("resuming %s from step %d (journal: %s)", job_id,
+                         self.steps[job_id], journaled.get(job_id, "no segment yet"))
         return {int(r["segment"]) for r in records}
+
+    def _verified_steps(self, job_id: str, *, on_resume: bool = False) -> int:
+        """Steps of the job's newest checkpoint that verifies (checksum, restricted
+        unpickler, its state's ``steps_done`` equal to its name's and at most the job's
+        work); 0 when none does.  ``on_resume``: the files that fail are renamed
+        ``<name>.corrupt`` (no worker reads them again) and noted for the job's next
+        segment record."""
+        folder = self.checkpoint_dir(job_id)
+        restored = load_latest(folder, max_steps=self.plan.jobs[job_id].work_steps)
+        steps = state_steps(restored.state) if restored.state is not None else None
+        steps = steps or 0
+        if on_resume and restored.corrupt:
+            for path in restored.corrupt:
+                try:
+                    path.replace(path.with_name(path.name + ".corrupt"))
+                except OSError as exc:
+                    log.warning("cannot set %s aside: %s", path, exc)
+            self.resume_faults.setdefault(job_id, []).append(
+                {"kind": "corrupt_checkpoint", "files": [str(p) for p in restored.corrupt],
+                 "resumed_from_steps": steps, "on_resume": True})
+        return steps
 
     def _clean_partial_files(self) -> None:
         """Remove temporary checkpoint files a killed write left (never whole files)."""
@@ -310,22 +436,11 @@ class Replay:
                     time.sleep(max(0.0, min(next_start - time.time(), 0.5)))
                 continue
             timeout = min(max(next_start - time.time(), 0.0), 0.5)
-            for kind, slot, payload in self.backend.poll(timeout):
-                index = busy.get(slot)
-                if index is None:
-                    if kind == "died":  # an idle worker died: replace it
-                        self.backend.restart(slot)
-                    continue
-                state = running[index]
-                if kind == "progress":
-                    state.progress = payload
-                    self._alive(state)
-                elif kind == "result":
-                    state.results[slot] = payload
-                    self._alive(state)
-                elif kind == "died":
-                    self._fault(state, slot, str(payload))
-                self._collect(state, running, busy, finished)
+            self._handle(self.backend.poll(timeout), running, busy, finished)
+            if any(time.time() > r.deadline for r in running.values()):
+                # reports that are already waiting count before a verdict (a result read
+                # now is not a hang)
+                self._handle(self.backend.poll(0.0), running, busy, finished)
             now = time.time()
             for state in [r for r in running.values() if now > r.deadline]:
                 self._fault(state, state.segment.slots[0],
@@ -337,6 +452,42 @@ class Replay:
                 for record in finished:
                     self._record(record)
                 finished.clear()
+
+    def _handle(self, events: list[Event], running: dict[int, _Running],
+                busy: dict[Slot, int], finished: list[dict[str, Any]]) -> None:
+        """Apply one poll's events.  A slot restarted while they are applied has its later
+        events in the batch dropped: they came from the worker just replaced."""
+        replaced: set[Slot] = set()
+        # errors last (stable): a gang member's error after its peer's death in the same
+        # poll is then dropped as the replaced worker's
+        for kind, slot, payload in sorted(events, key=lambda event: event[0] == "error"):
+            if slot in replaced:
+                log.debug("dropping %s of the replaced worker of %s", kind, slot_name(slot))
+                continue
+            index = busy.get(slot)
+            if kind == "error" and (index is None or len(running[index].segment.slots) == 1
+                                    or len(running[index].faults) >= MAX_GANG_FAULTS):
+                raise WorkerFailed(f"worker {slot_name(slot)}: {payload}")
+            if index is None:
+                if kind == "died":  # an idle worker died: replace it
+                    self.backend.restart(slot)
+                    replaced.add(slot)
+                continue
+            state = running[index]
+            if kind == "ready":  # a replacement started: the segment's clock starts now
+                self._arm(state)
+                continue
+            if kind == "progress":
+                state.progress = payload
+                self._alive(state)
+            elif kind == "result":
+                state.results[slot] = payload
+                self._alive(state)
+            elif kind in ("died", "error"):
+                self._fault(state, slot, str(payload),
+                            kind="worker_died" if kind == "died" else "gang_error")
+                replaced.update(state.segment.slots)
+            self._collect(state, running, busy, finished)
 
     def _collect(self, state: _Running, running: dict[int, _Running], busy: dict[Slot, int],
                  finished: list[dict[str, Any]]) -> None:
@@ -351,7 +502,22 @@ class Replay:
     def _alive(self, state: _Running) -> None:
         """Steps-budget mode: a sign of life moves the watchdog's deadline."""
         if self.settings.segment_steps:
-            state.deadline = time.time() + max(self.settings.grace_s, STEPS_STALL_S)
+            self._arm(state)
+
+    def _arm(self, state: _Running) -> None:
+        """Set the watchdog's deadline of ``state`` from now: none while one of its workers
+        is still starting (the backend bounds that); then, in wall-time mode,
+        ``max(wall end, start, now) + grace`` (its clock starts when the order can actually
+        start: a late launch or a replacement's start-up is not its running time), in
+        steps-budget mode ``now + max(grace, STEPS_STALL_S)``."""
+        if not all(self.backend.ready(slot) for slot in state.segment.slots):
+            state.deadline = math.inf
+            return
+        now = time.time()
+        if state.end_wall is None:
+            state.deadline = now + max(self.settings.grace_s, STEPS_STALL_S)
+        else:
+            state.deadline = max(state.end_wall, state.start_wall, now) + self.settings.grace_s
 
     def _launch(self, segment: Segment, start_wall: float) -> _Running | None:
         job = self.plan.jobs[segment.job]
@@ -378,11 +544,8 @@ class Replay:
         if world > 1:
             state.store, master, port = self.backend.gang_store(world)
         state.results.clear()
-        if end_wall is None:
-            state.deadline = math.inf
-            self._alive(state)
-        else:
-            state.deadline = max(end_wall, start_wall) + self.settings.grace_s
+        state.start_wall, state.end_wall = start_wall, end_wall
+        self._arm(state)
         for rank, slot in enumerate(segment.slots):
             order = make_order(
                 segment=segment.index, job=job.id, spec=job.spec.name, seed=job.seed * 1000,
@@ -398,13 +561,16 @@ class Replay:
 
     def _fault(self, state: _Running, slot: Slot, reason: str, kind: str = "worker_died"
                ) -> None:
-        """A worker of ``state`` died (or, ``kind="hang"``, the segment is past its
-        deadline): replace the gang's workers, fall back to the newest checkpoint, run the
-        rest of the segment."""
+        """A worker of ``state`` died (``kind="hang"``: the segment is past its deadline;
+        ``"gang_error"``: a gang member's collective failed): replace the gang's workers
+        (without waiting for them: the order waits for the new worker, whose start does not
+        count against the segment's deadline), fall back to the newest verified checkpoint,
+        run the rest of the segment."""
         segment = state.segment
         job_id = segment.job
-        saved = list_checkpoints(self.checkpoint_dir(job_id))
-        durable = saved[-1][0] if saved else 0
+        for member in segment.slots:  # first, so no member writes a checkpoint after this
+            self.backend.restart(member)
+        durable = self._verified_steps(job_id)
         reached = state.progress[0] if state.progress is not None else None
         if reached is not None:  # a checkpoint written just before the end, unreported
             reached = max(reached, durable)
@@ -421,8 +587,6 @@ class Replay:
         log.warning("segment %d (%s): %s on %s (%s); resuming from step %d",
                     segment.index, job_id, kind, slot_name(slot), reason, durable)
         state.faults.append(fault)
-        for member in segment.slots:
-            self.backend.restart(member)
         if state.steps_before is None:
             state.steps_before = self.steps[job_id]
         self.steps[job_id] = durable
@@ -450,7 +614,7 @@ class Replay:
         lead = state.results[segment.slots[0]]
         steps_before = state.steps_before if state.steps_before is not None \
             else lead["steps_before"]
-        faults = list(state.faults)
+        faults = self.resume_faults.pop(segment.job, []) + list(state.faults)
         if lead["corrupt"]:
             faults.append({"kind": "corrupt_checkpoint", "files": lead["corrupt"],
                            "resumed_from_steps": lead["steps_before"]})

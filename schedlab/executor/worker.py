@@ -8,8 +8,9 @@ local backend, or a Ray actor) with ``torch.set_num_threads(threads)``.  The rep
 2. makes the job's state current: the job's model is *resident* when this worker ran it last
    and its step counter equals the order's ``expected_steps`` (kept for the last
    :data:`RESIDENT_LIMIT` jobs, with each job's own torch RNG state); otherwise it restores
-   the newest good checkpoint (:func:`schedlab.profiler.checkpoint.load_latest`; corrupt files
-   are skipped and reported) or starts the job from scratch when there is none;
+   the newest good checkpoint (:func:`schedlab.profiler.checkpoint.load_latest`; corrupt or
+   refused files, and files whose contents are not the step count in their name or lie past
+   the job's work, are skipped and reported) or starts the job from scratch when there is none;
 3. for a gang (``world`` > 1) joins a fresh process group (gloo on CPU, NCCL on CUDA) whose
    store the replay hosts at ``<master>:<port>`` for the segment, and wraps the model in
    ``DistributedDataParallel``; rank ``r``
@@ -123,7 +124,7 @@ class SlotWorker:
             return held.job, {"resident": True, "restored_steps": None, "corrupt": []}
         spec = parse_job_name(order["spec"])
         job = TrainingJob(spec, seed=order["seed"], device=order["device"])
-        restored = load_latest(order["checkpoint_dir"])
+        restored = load_latest(order["checkpoint_dir"], max_steps=order["work_steps"])
         info: dict[str, Any] = {"resident": False, "restored_steps": None,
                                 "corrupt": [str(p) for p in restored.corrupt]}
         if restored.state is not None:

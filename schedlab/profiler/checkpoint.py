@@ -13,9 +13,13 @@ either the new checkpoint exists whole or the previous one is still the latest).
 ``keep`` checkpoints are kept; older ones are deleted.
 
 Reading: :func:`load_latest` tries checkpoints newest first, loads with
-``torch.load(weights_only=True)`` (no pickled code runs), and skips any whose checksum does
-not match its header (a torn or tampered file), reporting each skipped file; the job resumes
-from the newest good one, or from scratch when none is good.
+``torch.load(weights_only=True)`` (no pickled code runs), and skips, reporting each, any file
+whose checksum does not match its header (a torn or tampered file), whose payload the
+restricted unpickler refuses or cannot read although the checksum holds (a file another
+program wrote under our name), that holds no state dict, or whose state's ``steps_done``
+differs from the step count in its name (a stray or renamed file: the name is only where to
+look, never what to believe); the job resumes from the newest good one, or from scratch
+when none is good.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import hashlib
 import io
 import logging
 import os
+import pickle
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -36,6 +41,7 @@ log = logging.getLogger(__name__)
 
 MAGIC = b"schedlab-ckpt@1"
 _NAME = re.compile(r"^step-(\d{12})\.ckpt$")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class CorruptCheckpointError(Exception):
@@ -64,10 +70,33 @@ def decode(data: bytes, *, source: str = "checkpoint") -> dict[str, Any]:
         raise CorruptCheckpointError(f"{source}: not a schedlab checkpoint (bad header)")
     if hashlib.sha256(payload).hexdigest().encode("ascii") != parts[1]:
         raise CorruptCheckpointError(f"{source}: checksum mismatch (torn or modified file)")
-    state = torch.load(io.BytesIO(payload), weights_only=True, map_location="cpu")
+    try:
+        state = torch.load(io.BytesIO(payload), weights_only=True, map_location="cpu")
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, TypeError,
+            KeyError, AttributeError, ImportError, IndexError) as exc:
+        # the checksum holds, so another program wrote this payload: the restricted
+        # unpickler refused it (UnpicklingError) or torch could not read its archive
+        raise CorruptCheckpointError(f"{source}: payload refused ({_first_line(exc)})"
+                                     ) from None
     if not isinstance(state, dict):
         raise CorruptCheckpointError(f"{source}: payload is not a state dict")
     return state
+
+
+def _first_line(exc: BaseException) -> str:
+    """``Type: first line of the message`` without terminal colour codes (torch's refusal
+    messages span many lines)."""
+    lines = _ANSI.sub("", str(exc)).strip().splitlines()
+    text = lines[0] if lines else ""
+    return f"{type(exc).__name__}: {text[:160]}"
+
+
+def state_steps(state: dict[str, Any]) -> int | None:
+    """The ``steps_done`` a decoded state holds, or None when it holds no whole number."""
+    steps = state.get("steps_done")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        return None
+    return steps
 
 
 def _fsync_folder(folder: Path) -> None:
@@ -131,16 +160,32 @@ class Restored:
     corrupt: list[Path] = field(default_factory=list)
 
 
-def load_latest(folder: str | Path) -> Restored:
-    """The newest checkpoint in ``folder`` whose checksum holds; corrupt ones are skipped
-    (and logged), so the job restarts from the previous good one."""
+def read_checkpoint(path: Path, named_steps: int) -> dict[str, Any]:
+    """The verified state of the checkpoint file ``path``, whose name says ``named_steps``:
+    :func:`decode` (checksum, then the restricted unpickler), then its ``steps_done`` must
+    be that number (CorruptCheckpointError otherwise; OSError when unreadable)."""
+    state = decode(path.read_bytes(), source=str(path))
+    steps = state_steps(state)
+    if steps is None:
+        raise CorruptCheckpointError(f"{path}: the state holds no step count")
+    if steps != named_steps:
+        raise CorruptCheckpointError(f"{path}: the file name says step {named_steps}, the "
+                                     f"contents say {steps}")
+    return state
+
+
+def load_latest(folder: str | Path, *, max_steps: int | None = None) -> Restored:
+    """The newest checkpoint in ``folder`` that :func:`read_checkpoint` verifies (and, when
+    ``max_steps`` is given, whose step count is at most that); the others tried on the way
+    are skipped and logged, so the job restarts from the previous good one."""
     corrupt: list[Path] = []
-    for _, path in reversed(list_checkpoints(folder)):
+    for steps, path in reversed(list_checkpoints(folder)):
         try:
-            state = decode(path.read_bytes(), source=str(path))
-        except (CorruptCheckpointError, RuntimeError, OSError) as exc:
-            # RuntimeError: torch.load refusing a payload that passed the checksum (a file
-            # written by another program under our name); OSError: unreadable file.
+            state = read_checkpoint(path, steps)
+            if max_steps is not None and steps > max_steps:
+                raise CorruptCheckpointError(f"{path}: step {steps} is past the job's "
+                                             f"{max_steps} steps of work")
+        except (CorruptCheckpointError, OSError) as exc:  # OSError: an unreadable file
             log.warning("skipping checkpoint %s: %s", path, exc)
             corrupt.append(path)
             continue

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from schedlab.errors import InputError
+from schedlab.errors import InputError, require_torch
 
 log = logging.getLogger(__name__)
 
@@ -41,12 +41,18 @@ def _add_profile(sub: Any, common: argparse.ArgumentParser) -> None:
         "scale factor, and optionally colocated pairs, batch-size regimes, Saturn's technique "
         "search and switch costs. Cells already in --out are kept (resume); Ctrl-C keeps every "
         "finished cell.")
-    profile.add_argument("--models", required=True, type=_list_of(str), metavar="M,M,...",
+    profile.add_argument("--check", metavar="FILE",
+                         help="re-time a sample of FILE's cells with its own settings and "
+                         "report how far they moved (a profile taken on a busy host drifts); "
+                         "no other option needed")
+    profile.add_argument("--check-cells", type=_positive_int, default=3, metavar="N",
+                         help="cells --check re-times (default: %(default)s)")
+    profile.add_argument("--models", type=_list_of(str), metavar="M,M,...",
                          help="zoo models (resnet18, resnet50, transformer, lstm, recommender, "
                          "gpt)")
     profile.add_argument("--sizes", type=_list_of(str), default=["tiny"], metavar="S,S,...",
                          help="model sizes: tiny, small, base (default: tiny)")
-    profile.add_argument("--batch-sizes", required=True, type=_list_of(_positive_int),
+    profile.add_argument("--batch-sizes", type=_list_of(_positive_int),
                          metavar="B,B,...", help="batch sizes per process")
     profile.add_argument("--devices", type=_list_of(str), default=["cpu"],
                          metavar="cpu[,cuda[=LABEL]]",
@@ -93,8 +99,9 @@ def _add_profile(sub: Any, common: argparse.ArgumentParser) -> None:
     profile.add_argument("--cell-timeout", type=_positive_float, default=600.0, metavar="S",
                          help="a cell's workers are stopped after S seconds and the cell "
                          "recorded as error (default: %(default)s)")
-    profile.add_argument("--out", required=True, metavar="FILE",
-                         help="throughput file (JSON); an existing one is resumed")
+    profile.add_argument("--out", metavar="FILE",
+                         help="throughput file (JSON); an existing one is resumed (required "
+                         "unless --check)")
     profile.add_argument("--redo", action="store_true",
                          help="measure again the cells already ok in --out")
     profile.set_defaults(handler=_cmd_profile)
@@ -263,8 +270,15 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    require_torch("profile")  # before the imports below, which need it
     from schedlab.profiler.run import open_file, plan, run_campaign
 
+    if args.check is not None:
+        return _cmd_check(args)
+    for value, flag in ((args.models, "--models"), (args.batch_sizes, "--batch-sizes"),
+                        (args.out, "--out")):
+        if value is None:
+            raise InputError("is required (unless --check FILE)", field=flag)
     options = campaign_options(args)
     out = Path(args.out)
     _check_out(out)
@@ -277,8 +291,17 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     with progress:
         task = progress.add_task("profile", total=len(cells))
 
+        lines = not args.quiet and not sys.stdout.isatty()
+
         def step(planned: Any, cell: Any) -> None:
             progress.update(task, advance=1, description=planned.label)
+            if lines:  # stdout is a file or pipe: one line per cell as it finishes
+                what = ("kept (already ok)" if cell is None
+                        else f"{cell.status} {_value_text(cell)}".rstrip())
+                busy = f" [busy host: {cell.host_busy}]" if cell is not None and getattr(
+                    cell, "host_busy", None) else ""
+                sys.stdout.write(f"cell {planned.key}: {what}{busy}\n")
+                sys.stdout.flush()
 
         result = run_campaign(options, out, redo=args.redo, on_cell=step, cells=cells)
     finished = len(result.measured)
@@ -293,6 +316,33 @@ def _cmd_profile(args: argparse.Namespace) -> int:
         _report(result, out)
     failed = [cell for cell in result.measured if cell.status == "error"]
     return EXIT_FAILURE if failed else EXIT_OK
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    """``profile --check FILE``: re-time a sample of cells and report the drift, one line per
+    cell as it finishes; exit 1 when a cell moved more than the limit or failed."""
+    from schedlab.profiler.run import DRIFT_LIMIT, Drift, check_drift
+
+    moved = 0
+
+    def report(drift: Drift) -> None:
+        nonlocal moved
+        if drift.ratio is None:
+            moved += 1
+            text = "could not be re-timed"
+        else:
+            change = drift.ratio - 1.0
+            moved += abs(change) > DRIFT_LIMIT
+            text = (f"{drift.recorded:.4g} -> {drift.now:.4g} steps/s ({change:+.1%}"
+                    f"{'; drifted' if abs(change) > DRIFT_LIMIT else ''})")
+        busy = f" [busy host now: {drift.host_busy}]" if drift.host_busy else ""
+        sys.stdout.write(f"cell {drift.key}: {text}{busy}\n")
+        sys.stdout.flush()
+
+    drifts = check_drift(args.check, args.check_cells, on_cell=report)
+    sys.stdout.write(f"{moved} of {len(drifts)} re-timed cell(s) moved more than "
+                     f"{DRIFT_LIMIT:.0%} from {args.check}\n")
+    return EXIT_FAILURE if moved else EXIT_OK
 
 
 def _report(result: Any, out: Path) -> None:

@@ -280,3 +280,55 @@ def run_campaign(options: CampaignOptions, out: str | Path, *, redo: bool = Fals
     except KeyboardInterrupt:
         result.interrupted = True
     return result
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A re-timed cell: the file's steps/s, this run's, their ratio, and whether this run's
+    host was busy (:mod:`schedlab.profiler.hostload`)."""
+
+    key: str
+    recorded: float
+    now: float | None
+    host_busy: str | None
+
+    @property
+    def ratio(self) -> float | None:
+        return None if self.now is None else self.now / self.recorded
+
+
+#: Relative change of a re-timed cell above which ``profile --check`` reports drift.
+DRIFT_LIMIT = 0.10
+
+
+def check_drift(path: str | Path, cells: int = 3,
+                on_cell: Callable[[Drift], None] | None = None) -> list[Drift]:
+    """Re-time up to ``cells`` of the file's ok solo / data-parallel cells (evenly spread
+    over the file's order) with the file's own stopping rule and threads, and compare
+    (``schedlab profile --check FILE``)."""
+    from schedlab.profiler.zoo import parse_job_name
+
+    data = load_throughputs(path)
+    solo = [c for c in data.solo() if c.status == "ok" and c.steps_per_s]
+    if not solo:
+        raise InputError("has no measured (ok) solo cell to re-time", file=str(path),
+                         field="cells")
+    count = min(cells, len(solo))
+    picked = [solo[round(i * (len(solo) - 1) / max(count - 1, 1))] for i in range(count)]
+    out = []
+    unique = list({cell.key: cell for cell in picked}.values())
+    for cell in unique:
+        before = hostload.sample()
+        fresh = measure_scale_factor(
+            parse_job_name(cell.job), cell.device, cell.backend, cell.scale_factor,
+            settings=data.settings, threads=data.host.cpu_threads)
+        foreign = hostload.foreign_cores(before, hostload.sample(),
+                                         float(cell.scale_factor * data.host.cpu_threads))
+        busy = hostload.busy_reason(foreign, hostload.load_average(), os.cpu_count())
+        drift = Drift(key=cell.key, recorded=float(cell.steps_per_s or 0.0),
+                      now=fresh.steps_per_s if fresh.status == "ok" else None,
+                      host_busy=busy)
+        out.append(drift)
+        if on_cell is not None:
+            on_cell(drift)
+    return out
