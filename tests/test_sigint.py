@@ -107,3 +107,48 @@ def test_sweep_keeps_finished_runs(tmp_path: Path, workers: int) -> None:
     took, err = _interrupt(process)
     _assert_one_line_130(process, took, err)
     assert list(out.glob("*.csv")) and not list(out.glob("*.claim"))
+
+
+def _one_line_interrupted(process: subprocess.Popen[str], took: float, err: str) -> None:
+    """Exit 130 within 5 s and one stderr line that says it was interrupted."""
+    assert process.returncode == 130, (process.returncode, err)
+    assert took < 5.0, took
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "interrupted" in lines[0], err
+
+
+def test_profile_keeps_finished_cells(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    out = tmp_path / "t.json"
+    process = _start(["profile", "--models", "lstm,recommender,transformer", "--batch-sizes",
+                      "16,64", "--warmup-steps", "2", "--max-seconds", "1", "--out", str(out),
+                      "-q"], tmp_path)
+    _wait_for(lambda: out.exists() and '"status": "ok"' in out.read_text(), 120,
+              "a finished cell")
+    took, err = _interrupt(process)
+    _one_line_interrupted(process, took, err)
+    import json
+
+    cells = json.loads(out.read_text())["cells"]
+    assert cells and all(cell["status"] == "ok" for cell in cells)
+
+
+def test_replay_stops_with_130(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from schedlab.cli import main
+
+    assert main(["profile", "--models", "lstm", "--batch-sizes", "16", "--warmup-steps", "2",
+                 "--max-seconds", "0.3", "--out", str(tmp_path / "t.json"), "-q"]) == 0
+    assert main(["profile-instance", str(tmp_path / "t.json"), "--paper", "gavel", "--jobs",
+                 "2", "--duration-s", "20,30", "--round-s", "30", "--out",
+                 str(tmp_path / "i.json"), "-q"]) == 0
+    assert main(["solve", str(tmp_path / "i.json"), "-f", "gavel.max_min_fairness",
+                 "--rounds", "10", "--out", str(tmp_path / "s.json"), "-q"]) == 0
+    process = _start(["replay", str(tmp_path / "s.json"), "--instance",
+                      str(tmp_path / "i.json"), "--time-scale", "1", "--workdir",
+                      str(tmp_path / "work"), "--out", str(tmp_path / "r.json"), "-q"],
+                     tmp_path)
+    _wait_for(lambda: any((tmp_path / "work").rglob("*.ckpt")), 120, "a checkpoint")
+    took, err = _interrupt(process)
+    _one_line_interrupted(process, took, err)
+    assert not (tmp_path / "r.json").exists()

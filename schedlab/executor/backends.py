@@ -138,19 +138,28 @@ def _serve(conn: multiprocessing.connection.Connection, threads: int, warm: list
     def progress(steps: int, wall: float, saved: int | None, saved_wall: float | None) -> None:
         conn.send(("progress", (steps, wall, saved, saved_wall)))
 
+    gone = (EOFError, BrokenPipeError, ConnectionResetError)  # the replay has ended
     while True:
         try:
             message = conn.recv()
-        except EOFError:
+        except gone:
             return
         if message[0] == "stop":
             return
         try:
             result = worker.run(message[1], progress)
+        except gone:
+            return
         except Exception as exc:  # reported to the replay, which fails
-            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+            try:
+                conn.send(("error", f"{type(exc).__name__}: {exc}"))
+            except gone:
+                return
             continue
-        conn.send(("result", result))
+        try:
+            conn.send(("result", result))
+        except gone:
+            return
 
 
 class LocalBackend(Backend):
