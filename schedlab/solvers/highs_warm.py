@@ -47,7 +47,8 @@ class WarmStartHighs(Highs):
             return
         from schedlab.solvers.interrupt import run_interruptibly
 
-        model.run = lambda: run_interruptibly(model)
+        plain = model.run
+        model.run = lambda: run_interruptibly(model, plain)
         model._schedlab_interruptible = True
 
     def _add_variables(self, variables: list[Any]) -> None:
