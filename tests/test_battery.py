@@ -32,6 +32,7 @@ EXAMPLES = {
     "titan": INSTANCES / "titan" / "round-6tasks.json",
     "hare": INSTANCES / "hare" / "small-6jobs-4gpus.json",
     "hare.exact": INSTANCES / "hare" / "exact-3jobs-2gpus.json",
+    "hare.exact_milp": INSTANCES / "hare" / "exact-3jobs-2gpus.json",
 }
 
 
@@ -39,7 +40,7 @@ def example_for(name: str) -> Path:
     paper = name.split(".")[0]
     if name.endswith("_packed"):
         return EXAMPLES[f"{paper}.packed"]
-    if name in EXAMPLES:  # a method with its own example (hare.exact: small enough to prove)
+    if name in EXAMPLES:  # a method with its own example (hare.exact*: small enough to prove)
         return EXAMPLES[name]
     return EXAMPLES[paper]
 

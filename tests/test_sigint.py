@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The small heterogeneous cluster of benchmarks/hare_scale.py.
+HARE_CLUSTER = {"k80": 2, "p100": 1, "v100": 1}
 
 
 def _start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
@@ -159,3 +161,29 @@ def test_replay_stops_with_130(tmp_path: Path) -> None:
     took, err = _interrupt(process)
     _one_line_interrupted(process, took, err)
     assert not (tmp_path / "r.json").exists()
+
+
+def test_solve_on_cp_sat_stops_at_once_and_writes_nothing(tmp_path: Path) -> None:
+    """hare.exact (CP-SAT) on an 18-task instance it does not prove in seconds."""
+    pytest.importorskip("ortools")
+    from schedlab.instance import save_instance
+    from schedlab.workloads.hare import generate_hare_instance
+
+    def tasks(instance: object) -> int:
+        return sum((j.rounds or 0) * (j.tasks_per_round or 0)
+                   for j in instance.jobs)  # type: ignore[attr-defined]
+
+    instance = next(
+        inst for seed in range(500) for jobs in range(3, 10)
+        if tasks(inst := generate_hare_instance(
+            jobs, seed=seed, cluster=HARE_CLUSTER, rounds=(1, 3),
+            tasks_per_round={1: 1.0, 2: 1.0, 4: 1.0}, switch="default")) == 18)
+    path = tmp_path / "hare18.json"
+    save_instance(instance, path)
+    out = tmp_path / "solution.json"
+    process = _start(["solve", str(path), "-f", "hare.exact", "--time-limit", "120",
+                      "--out", str(out)], tmp_path)
+    time.sleep(5.0)
+    took, err = _interrupt(process)
+    _assert_one_line_130(process, took, err)
+    assert not out.exists()

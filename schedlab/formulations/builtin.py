@@ -112,7 +112,10 @@ TITAN_FORMULATIONS: tuple[Row, ...] = (
 _HARE = "schedlab.formulations.hare"
 
 HARE_FORMULATIONS: tuple[Row, ...] = (
-    ("hare.exact", f"{_HARE}.exact:Exact",
+    ("hare.exact", f"{_HARE}.exact_cpsat:ExactCpsat",
+     "Hare: exact CP-SAT model (per-GPU circuits with switch gaps, barriers, arrivals; "
+     "integer ticks, retimed in seconds; needs schedlab[cpsat])", {}),
+    ("hare.exact_milp", f"{_HARE}.exact:Exact",
      "Hare: exact MILP for small instances (continuous time, immediate successors per GPU, "
      "switch gaps exact)", {}),
     ("hare.lp_bound", f"{_HARE}.lp_bound:HareLpBound",

@@ -8,23 +8,19 @@ solve has returned, so the command exits 130 without writing a result.  Off the 
 (a pool worker, a Ray actor) the plain ``run()`` is used: signals reach only the main
 thread.
 
-:func:`call_interruptibly` does the same for any blocking call with a stop function
-(CP-SAT: ``solver.solve`` with ``solver.stop_search``).
+:func:`stop_on_sigint` does the same for a solver with a thread-safe stop function and no
+interrupt callbacks (CP-SAT: ``solver.solve`` with ``solver.stop_search``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import operator
+import os
 import signal
 import threading
-from collections.abc import Callable
-from typing import Any, TypeVar
-
-T = TypeVar("T")
-
-#: Seconds between two checks for Ctrl-C while the solver runs (the wait returns at once
-#: when the solver finishes; this only bounds how late an interrupt is seen).
-POLL_S = 0.1
+from collections.abc import Callable, Iterator
+from typing import Any
 
 
 def run_interruptibly(highs: Any, run: Callable[[], Any] | None = None) -> Any:
@@ -65,35 +61,52 @@ def run_interruptibly(highs: Any, run: Callable[[], Any] | None = None) -> Any:
     return status
 
 
-def call_interruptibly(call: Callable[[], T], stop: Callable[[], object]) -> T:
-    """``call()`` on a helper thread, ``stop()`` on Ctrl-C, then :class:`KeyboardInterrupt`
-    once ``call`` has returned; off the main thread just ``call()``."""
+@contextlib.contextmanager
+def stop_on_sigint(stop: Callable[[], object]) -> Iterator[dict[str, bool]]:
+    """While the block runs (a solver's blocking call on the main thread), SIGINT calls
+    ``stop()`` at once and sets ``flag["stop"]``; the caller raises :class:`KeyboardInterrupt`
+    after the call returned.  The solver must not catch SIGINT itself (CP-SAT:
+    ``catch_sigint_signal = False``).
+
+    Python's own signal handler runs only between bytecodes of the main thread, which the
+    solver holds, so the signal is seen through ``signal.set_wakeup_fd``: the interpreter's C
+    handler writes the signal's number to a pipe at once, and a helper thread reading the
+    pipe calls ``stop()`` (CP-SAT's ``stop_search`` is made to be called from another
+    thread).  Off the main thread nothing is installed."""
+    flag = {"stop": False}
     if threading.current_thread() is not threading.main_thread():
-        return call()
-    box: dict[str, Any] = {}
+        yield flag
+        return
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
 
-    def target() -> None:
-        try:
-            box["value"] = call()
-        except BaseException as exc:  # handed to the waiting thread
-            box["error"] = exc
+    def on_sigint(signum: int, frame: Any) -> None:
+        flag["stop"] = True
 
-    worker = threading.Thread(target=target, name="schedlab-solve", daemon=True)
-    worker.start()
-    interrupted = False
-    while True:  # a KeyboardInterrupt anywhere in the wait stops the call and waits on
-        try:
-            while worker.is_alive():
-                worker.join(POLL_S)
-            break
-        except KeyboardInterrupt:
-            interrupted = True
-            stop()
-    if interrupted:
-        raise KeyboardInterrupt
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    def watch() -> None:
+        while True:
+            try:
+                data = os.read(read_end, 64)
+            except OSError:
+                return
+            if not data:
+                return
+            if signal.SIGINT in data:
+                flag["stop"] = True
+                stop()
+
+    previous_fd = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    watcher = threading.Thread(target=watch, name="schedlab-sigint", daemon=True)
+    watcher.start()
+    try:
+        yield flag
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        signal.set_wakeup_fd(previous_fd)
+        os.close(write_end)  # the watcher reads end-of-file and returns
+        watcher.join(1.0)
+        os.close(read_end)
 
 
-__all__ = ["POLL_S", "call_interruptibly", "run_interruptibly"]
+__all__ = ["run_interruptibly", "stop_on_sigint"]
