@@ -500,7 +500,7 @@ class Exact(Formulation):
     ``rows``, ``nonzeros``) and ``serial_upper_bound`` (the value of the start schedule).
     """
 
-    name = "hare.exact"
+    name = "hare.exact_milp"
     description: ClassVar[str] = ("Hare: exact MILP for small instances (continuous time, "
                                   "immediate successors per GPU, switch gaps exact)")
     objective_sense = "minimize"
