@@ -35,7 +35,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from schedlab.orphans import proc_stat, process_alive
 
@@ -320,5 +320,53 @@ class ClaimQueue(Generic[ItemT, DoneT]):
         return item, claim
 
 
-__all__ = ["CLAIM_SUFFIX", "POLL_S", "UNREADABLE_GRACE_S", "Claim", "ClaimQueue", "Owner",
-           "acquire", "claim_file", "holder_of"]
+def drain_on_pool(queue: ClaimQueue[ItemT, Any], executor: Any, workers: int,
+                  submit: Callable[[Any, ItemT], Any],
+                  finished: Callable[[ItemT, Any], None]) -> dict[Any, tuple[ItemT, Claim]]:
+    """Compute the queue's items on ``executor`` (a ``concurrent.futures`` pool), at most
+    ``workers`` claimed at a time so a second runner into the folder takes the others:
+    ``submit(executor, item)`` starts one and returns its future; as each ends its claim is
+    released and ``finished(item, result)`` called (a failed item re-raises here); when only
+    items other runners hold are left, wait for their results or their stale claims.
+    Returns the futures still pending (empty unless interrupted: read by the caller's
+    ``finally`` to say what it stops)."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    futures: dict[Any, tuple[ItemT, Claim]] = {}
+
+    def fill() -> None:
+        while len(futures) < workers:
+            taken = queue.take()
+            if taken is None:
+                return
+            futures[submit(executor, taken[0])] = taken
+
+    fill()
+    while futures or queue:
+        if not futures:
+            queue.pause()
+            fill()
+            continue
+        done, _ = wait(futures, timeout=queue.poll_s if queue else None,
+                       return_when=FIRST_COMPLETED)
+        for future in done:
+            item, claim = futures.pop(future)
+            result = future.result()  # re-raises the item's error
+            queue.release(claim)
+            finished(item, result)
+        fill()
+    return futures
+
+
+__all__ = [
+    "CLAIM_SUFFIX",
+    "POLL_S",
+    "UNREADABLE_GRACE_S",
+    "Claim",
+    "ClaimQueue",
+    "Owner",
+    "acquire",
+    "claim_file",
+    "drain_on_pool",
+    "holder_of",
+]

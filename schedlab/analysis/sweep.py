@@ -27,7 +27,6 @@ import math
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from itertools import product
 from pathlib import Path
@@ -37,7 +36,7 @@ import pandas as pd
 
 from schedlab.analysis import metrics
 from schedlab.atomic import atomic_path
-from schedlab.claims import Claim, ClaimQueue, claim_file
+from schedlab.claims import ClaimQueue, claim_file, drain_on_pool
 from schedlab.errors import InputError
 from schedlab.instance import Instance
 from schedlab.orphans import process_pool
@@ -497,42 +496,21 @@ def _run_pool(queue: ClaimQueue[RunSpec, Path], workers: int, bar: Any,
     a time (a second runner into the folder takes the others); ``options`` are
     :func:`_execute`'s (folder, suffix, runner)."""
     executor = process_pool(workers)
-    futures: dict[Future[tuple[str, float]], tuple[RunSpec, Claim]] = {}
     clean = False
     try:
         # Start the workers (the fork start method forks them all at the first submit)
         # before the progress thread starts.
         executor.submit(int)
-
-        def fill() -> None:
-            while len(futures) < workers:
-                taken = queue.take()
-                if taken is None:
-                    return
-                futures[executor.submit(_execute, taken[0], *options)] = taken
-
         with bar:
-            fill()
-            while futures or queue:
-                if not futures:
-                    queue.pause()
-                    fill()
-                    continue
-                done, _ = wait(futures, timeout=queue.poll_s if queue else None,
-                               return_when=FIRST_COMPLETED)
-                for future in done:
-                    spec, claim = futures.pop(future)
-                    path, wall = future.result()  # re-raises a run's error
-                    queue.release(claim)
-                    finished(spec, path, wall)
-                fill()
+            drain_on_pool(
+                queue, executor, workers,
+                submit=lambda pool, spec: pool.submit(_execute, spec, *options),
+                finished=lambda spec, done: finished(spec, *done))
         clean = True
     finally:
         if not clean:
-            running = sum(1 for f in futures if f.running())
-            if running:
-                log.warning("stopping: cancelled the runs not started; waiting for %d "
-                            "running simulation(s) to stop", running)
+            log.warning("stopping: cancelled the runs not started; waiting for the running "
+                        "simulations to stop")
         executor.shutdown(wait=True, cancel_futures=True)
 
 

@@ -18,7 +18,6 @@ import math
 import re
 import stat
 from collections.abc import Callable, Hashable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -26,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from schedlab.atomic import atomic_path, write_bytes_atomic
-from schedlab.claims import Claim, ClaimQueue, claim_file
+from schedlab.claims import ClaimQueue, claim_file, drain_on_pool
 from schedlab.orphans import process_pool
 
 log = logging.getLogger(__name__)
@@ -183,30 +182,10 @@ def _run_pool(queue: ClaimQueue[CellT, ResultT], workers: int,
     """Compute the queue's cells in a pool of ``workers`` processes, at most ``workers``
     claimed at a time (a second runner into the folder takes the others)."""
     executor = process_pool(workers)
-    futures: dict[Future[ResultT], tuple[CellT, Claim]] = {}
-
-    def fill() -> None:
-        while len(futures) < workers:
-            taken = queue.take()
-            if taken is None:
-                return
-            futures[executor.submit(run, taken[0], folder)] = taken
-
     try:
-        fill()
-        while futures or queue:
-            if not futures:
-                queue.pause()
-                fill()
-                continue
-            done, _ = wait(futures, timeout=queue.poll_s if queue else None,
-                           return_when=FIRST_COMPLETED)
-            for future in done:
-                cell, claim = futures.pop(future)
-                result = future.result()
-                queue.release(claim)
-                finished(cell, result)
-            fill()
+        drain_on_pool(queue, executor, workers,
+                      submit=lambda pool, cell: pool.submit(run, cell, folder),
+                      finished=finished)
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
 
