@@ -160,6 +160,12 @@ def test_cached_cells_are_reused_without_simulating(
     (["--seeds", "0"], "--seeds"),
     (["--gpus", "two"], "--gpus"),
     (["--density", "-1"], "--density"),
+    # the paper preset: its traces and cluster are the code's
+    (["--preset", "bogus"], "--preset"),
+    (["--density", "3"], "density"),
+    (["--gpus", "64"], "--gpus"),
+    (["--seeds", "2"], "--seeds"),
+    (["--trace-model", "resnet"], "--trace-model"),
 ])
 def test_cli_bad_arguments_exit_2_with_one_line(
         args: list[str], field: str, capsys: pytest.CaptureFixture[str],
@@ -176,30 +182,6 @@ def test_gpus_must_make_whole_nodes(capsys: pytest.CaptureFixture[str],
                  str(tmp_path), "--gpus", "18"])
     _, err = capsys.readouterr()
     assert code == 2 and err.count("\n") == 1 and "whole nodes of 4" in err
-
-
-@pytest.mark.parametrize(("args", "field"), [
-    (["--preset", "bogus"], "--preset"),
-    (["--density", "3"], "density"),
-    (["--gpus", "64"], "--gpus"),
-    (["--seeds", "2"], "--seeds"),
-    (["--trace-model", "resnet"], "--trace-model"),
-])
-def test_paper_preset_bad_arguments_are_one_line(
-        args: list[str], field: str, capsys: pytest.CaptureFixture[str],
-        tmp_path: Path) -> None:
-    code = main(["tables", "titan", "--quick", "--out", str(tmp_path), *args])
-    _, err = capsys.readouterr()
-    assert code == 2
-    assert err.startswith("error:") and err.count("\n") == 1 and field in err
-
-
-def test_cli_out_must_be_a_folder(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    target = tmp_path / "file.txt"
-    target.write_text("x")
-    code = main(["tables", "titan", "--quick", "--out", str(target)])
-    _, err = capsys.readouterr()
-    assert code == 2 and err.count("\n") == 1 and "--out" in err
 
 
 def test_claim_lower_average_jct_than_srtf_and_tiresias_holds(
