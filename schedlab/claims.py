@@ -320,6 +320,22 @@ class ClaimQueue(Generic[ItemT, DoneT]):
         return item, claim
 
 
+def drain_in_process(queue: ClaimQueue[ItemT, Any], compute: Callable[[ItemT], Any],
+                     finished: Callable[[ItemT, Any], None]) -> None:
+    """Compute the queue's items one by one in this process: ``compute(item)`` under its
+    claim, which is then released, and ``finished(item, result)``; when only items other
+    runners hold are left, wait for their results or their stale claims."""
+    while queue:
+        taken = queue.take()
+        if taken is None:
+            queue.pause()
+            continue
+        item, claim = taken
+        result = compute(item)
+        queue.release(claim)
+        finished(item, result)
+
+
 def drain_on_pool(queue: ClaimQueue[ItemT, Any], executor: Any, workers: int,
                   submit: Callable[[Any, ItemT], Any],
                   finished: Callable[[ItemT, Any], None]) -> dict[Any, tuple[ItemT, Claim]]:

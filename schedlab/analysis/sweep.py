@@ -36,7 +36,7 @@ import pandas as pd
 
 from schedlab.analysis import metrics
 from schedlab.atomic import atomic_path
-from schedlab.claims import ClaimQueue, claim_file, drain_on_pool
+from schedlab.claims import ClaimQueue, claim_file, drain_in_process, drain_on_pool
 from schedlab.errors import InputError
 from schedlab.instance import Instance
 from schedlab.orphans import process_pool
@@ -472,15 +472,9 @@ def run_sweep(
     try:
         if workers == 1 or len(pending) == 1:
             with bar:
-                while queue:
-                    taken = queue.take()
-                    if taken is None:
-                        queue.pause()
-                        continue
-                    spec, claim = taken
-                    path, wall = _execute(spec, str(folder), suffix, runner)
-                    queue.release(claim)
-                    finished(spec, path, wall)
+                drain_in_process(queue,
+                                 lambda spec: _execute(spec, str(folder), suffix, runner),
+                                 lambda spec, done: finished(spec, *done))
         else:
             _run_pool(queue, min(workers, len(pending)), bar, finished,
                       (str(folder), suffix, runner))

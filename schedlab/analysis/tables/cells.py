@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from schedlab.atomic import atomic_path, write_bytes_atomic
-from schedlab.claims import ClaimQueue, claim_file, drain_on_pool
+from schedlab.claims import ClaimQueue, claim_file, drain_in_process, drain_on_pool
 from schedlab.orphans import process_pool
 
 log = logging.getLogger(__name__)
@@ -160,15 +160,7 @@ def run_cached(cells: Sequence[CellT], folder: Path, *,
         found=found_elsewhere, describe=describe)
     try:
         if workers == 1 or len(pending) <= 1:
-            while queue:
-                taken = queue.take()
-                if taken is None:
-                    queue.pause()
-                    continue
-                cell, claim = taken
-                result = run(cell, str(folder))
-                queue.release(claim)
-                finished(cell, result)
+            drain_in_process(queue, lambda cell: run(cell, str(folder)), finished)
         else:
             _run_pool(queue, min(workers, len(pending)), run, str(folder), finished)
     finally:

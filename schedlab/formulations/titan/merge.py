@@ -241,16 +241,16 @@ class MergeRule:
         reasons = self.static_reasons(a, b)
         similarity = None
         unlabelled = [task.id for task in (a, b) if not task.classes]
-        if self.code_quirks:  # the code compares no labels (class docstring)
-            pass
-        elif not reasons and unlabelled:
-            reasons.append(f"no class labels for task {' and '.join(unlabelled)}: no task "
-                           "similarity")
-        elif not reasons:
-            similarity = self.similarity_of(a, b)
-            if similarity < self.threshold:
-                reasons.append(f"task similarity {similarity:.4g} < threshold "
-                               f"{self.threshold:.4g}")
+        # rule 4 only when rules 1-3 hold; the code's rule compares no labels (docstring)
+        if not (reasons or self.code_quirks):
+            if unlabelled:
+                reasons.append(f"no class labels for task {' and '.join(unlabelled)}: no "
+                               "task similarity")
+            else:
+                similarity = self.similarity_of(a, b)
+                if similarity < self.threshold:
+                    reasons.append(f"task similarity {similarity:.4g} < threshold "
+                                   f"{self.threshold:.4g}")
         beta = float(self.benefit(a, b, [gpus])[0])
         need = self.benefit_base if least_benefit is None else least_benefit
         if beta < need:

@@ -299,16 +299,14 @@ def merge_candidates(tasks: Sequence[TitanTask], gpus: int, rule: MergeRule,
                 rejected["benefit"] += 1
             continue
         a, b = tasks[first[k]], tasks[second[k]]
-        if rule.code_quirks:  # the code compares no labels (MergeRule.code_quirks)
-            pass
-        elif not (a.classes and b.classes):
-            if rejected is not None:
-                rejected["labels"] += 1
-            continue
-        elif rule.similarity_of(a, b) < rule.threshold:
-            if rejected is not None:
-                rejected["similarity"] += 1
-            continue
+        if not rule.code_quirks:  # the code compares no labels (MergeRule.code_quirks)
+            failed = ("labels" if not (a.classes and b.classes)
+                      else "similarity" if rule.similarity_of(a, b) < rule.threshold
+                      else None)
+            if failed is not None:
+                if rejected is not None:
+                    rejected[failed] += 1
+                continue
         ok = (options <= limit[k]) & (beta[k] >= need)
         out.append(MergeCandidate(
             tasks=(a.id, b.id), duration_s=rule.merged_profile(a, b),
