@@ -105,3 +105,18 @@ def test_solution_of_tasks_by_hand() -> None:
     assert back is not None and sorted(back, key=lambda t: (t.job, t.round, t.index)) \
         == sorted(tasks, key=lambda t: (t.job, t.round, t.index))
     assert objective_of_schedule(instance, solution) == pytest.approx(13.0, rel=1e-12)
+
+
+def test_a_bound_above_a_feasible_value_is_reconciled_or_dropped() -> None:
+    from schedlab.formulations.hare.model import reconcile_bound
+    from schedlab.solution import Status
+
+    # below the value: kept as it is
+    assert reconcile_bound(99.0, 100.0, Status.OPTIMAL) == (99.0, Status.OPTIMAL, None)
+    # 1e-8 relative above: the solver's tolerances, set to the value, noted
+    bound, status, note = reconcile_bound(100.000001, 100.0, Status.OPTIMAL)
+    assert (bound, status) == (100.0, Status.OPTIMAL) and note and "within" in note
+    # 1% above: impossible for a valid bound; none claimed, optimal not claimed either
+    bound, status, note = reconcile_bound(101.0, 100.0, Status.OPTIMAL)
+    assert (bound, status) == (None, Status.FEASIBLE) and note and "beyond" in note
+    assert reconcile_bound(101.0, 100.0, Status.TIME_LIMIT)[1] == Status.TIME_LIMIT

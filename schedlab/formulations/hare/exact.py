@@ -89,6 +89,7 @@ from schedlab.formulations.hare.model import (
     hare_data,
     hare_solution,
     objective_of_schedule,
+    reconcile_bound,
 )
 from schedlab.instance import Instance, instance_from_dict
 from schedlab.solution import Solution, Timings
@@ -591,14 +592,10 @@ class Exact(Formulation):
         tasks = to_tasks(arrays.data, arrays.tasks, gpu, start)
         bound = result.bound
         objective = objective_value(arrays.data, arrays.tasks, gpu, start)
-        notes: list[str] = []
-        if bound is not None and bound > objective:
-            notes.append(f"the solver's bound {bound!r} exceeds the retimed schedule's value "
-                         f"{objective!r} (within its tolerances): bound set to that value")
-            bound = objective
-        sol = hare_solution(instance, self.name, arrays.data, tasks, status=result.status,
+        bound, status, note = reconcile_bound(bound, objective, result.status)
+        sol = hare_solution(instance, self.name, arrays.data, tasks, status=status,
                             bound=bound, solver="highs")
-        sol.diagnostics.extend(notes)
+        sol.diagnostics.extend([note] if note else [])
         sol.metrics.update(size)
         if result.gap_tolerance is not None:
             sol.metrics["gap_tolerance"] = result.gap_tolerance

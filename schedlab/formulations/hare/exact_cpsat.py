@@ -121,6 +121,7 @@ from schedlab.formulations.hare.model import (
     hare_data,
     hare_solution,
     objective_of_schedule,
+    reconcile_bound,
     tasks_from_schedule,
 )
 from schedlab.instance import Instance
@@ -784,16 +785,11 @@ class ExactCpsat(Method):
         if prepared.lp_bound is not None:
             bound = max(bound, prepared.lp_bound)
         objective = _value(data, tasks, gpu, start)
-        diagnostics = []
-        if bound > objective:
-            if bound > objective * (1 + 1e-9) + 1e-9:
-                diagnostics.append(f"the bound {bound!r} exceeds the retimed schedule's value "
-                                   f"{objective!r}: bound set to that value")
-            bound = objective
-        status = Status.OPTIMAL if code == cp.OPTIMAL else Status.TIME_LIMIT
+        claimed, status, note = reconcile_bound(
+            bound, objective, Status.OPTIMAL if code == cp.OPTIMAL else Status.TIME_LIMIT)
         sol = hare_solution(instance, self.name, data, to_tasks(data, tasks, gpu, start),
-                            status=status, bound=bound, solver="cpsat")
-        sol.diagnostics.extend(diagnostics)
+                            status=status, bound=claimed, solver="cpsat")
+        sol.diagnostics.extend([note] if note else [])
         sol.metrics.update(metrics)
         if mip_gap is not None:
             sol.metrics["gap_tolerance"] = mip_gap

@@ -199,6 +199,28 @@ def objective_of_schedule(instance: Instance, solution: Solution) -> float | Non
     return weighted_completion(data, completion_times(data, tasks))
 
 
+#: Relative excess of a solver's bound over the re-timed schedule's value that is put down to
+#: the solver's tolerances (the schedule is re-timed from the solver's order and GPUs).
+BOUND_EXCESS_TOLERANCE = 1e-6
+
+
+def reconcile_bound(bound: float | None, objective: float, status: Status
+                    ) -> tuple[float | None, Status, str | None]:
+    """A lower bound above the value of a feasible schedule is impossible.  Within
+    :data:`BOUND_EXCESS_TOLERANCE` (relative) it is the solver's tolerances and the bound is
+    set to the value; beyond, nothing proves either number, so no bound is claimed and an
+    ``optimal`` status becomes ``feasible``.  Returns (bound, status, a note or None)."""
+    if bound is None or bound <= objective:
+        return bound, status, None
+    if bound <= objective + BOUND_EXCESS_TOLERANCE * max(1.0, abs(objective)):
+        return objective, status, (f"the solver's bound {bound!r} exceeds the retimed "
+                                   f"schedule's value {objective!r} within its tolerances: "
+                                   "bound set to that value")
+    return None, Status.FEASIBLE if status == Status.OPTIMAL else status, (
+        f"the solver's bound {bound!r} exceeds the retimed schedule's value {objective!r} "
+        "beyond its tolerances: no bound is claimed")
+
+
 def hare_solution(instance: Instance, formulation: str, data: HareData, tasks: Sequence[Task],
                   *, status: Status, bound: float | None = None,
                   solver: str = "none") -> Solution:
