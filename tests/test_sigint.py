@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from test_orphans import SWEEP  # the same small sweep: 20 gavel runs
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The small heterogeneous cluster of benchmarks/hare_scale.py.
@@ -90,19 +91,6 @@ def test_tables_keep_finished_cells(tmp_path: Path) -> None:
     kept = list(cells.glob("*.json"))
     assert kept and all(path.read_text().startswith("{") for path in kept)
     assert not list(cells.glob("*.claim"))
-
-
-SWEEP = """\
-policies: [fifo, srtf]
-seeds: 0-9
-workloads:
-  - kind: gavel
-    jobs: 400
-    cluster: "4:4:4"
-    loads: [30]
-options:
-  format: csv
-"""
 
 
 @pytest.mark.parametrize("workers", [1, 2])
