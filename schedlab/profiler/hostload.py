@@ -79,5 +79,23 @@ def busy_reason(foreign: float | None, load: float | None, cpus: int | None = No
     return None
 
 
-__all__ = ["FOREIGN_CORES_LIMIT", "CpuSample", "busy_reason", "foreign_cores", "load_average",
-           "sample"]
+@dataclass(frozen=True)
+class HostLoad:
+    """What else ran while a cell was measured: :func:`foreign_cores`, the load average at
+    its end and :func:`busy_reason`."""
+
+    foreign_cores: float | None
+    load_average: float | None
+    busy: str | None
+
+
+def since(before: CpuSample | None, own_cores: float) -> HostLoad:
+    """The host's load from ``before`` (a :func:`sample` taken when the cell began) to now,
+    for a cell that keeps ``own_cores`` busy itself."""
+    foreign = foreign_cores(before, sample(), own_cores)
+    load = load_average()
+    return HostLoad(foreign, load, busy_reason(foreign, load, os.cpu_count()))
+
+
+__all__ = ["FOREIGN_CORES_LIMIT", "CpuSample", "HostLoad", "busy_reason", "foreign_cores",
+           "load_average", "sample", "since"]

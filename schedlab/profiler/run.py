@@ -16,7 +16,6 @@ options: cells timed under another rule are not mixed into one file.
 from __future__ import annotations
 
 import logging
-import os
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -237,10 +236,9 @@ def own_cores(planned: PlannedCell, options: CampaignOptions) -> float:
 def _note_host_load(cell: Cell, before: hostload.CpuSample | None, own: float) -> None:
     """Record what else ran during ``cell`` (:mod:`schedlab.profiler.hostload`) and warn in
     one line when the host was busy."""
-    cell.foreign_cores = hostload.foreign_cores(before, hostload.sample(), own)
-    cell.load_average = hostload.load_average()
-    cell.host_busy = hostload.busy_reason(cell.foreign_cores, cell.load_average,
-                                          os.cpu_count())
+    load = hostload.since(before, own)
+    cell.foreign_cores, cell.load_average, cell.host_busy = (
+        load.foreign_cores, load.load_average, load.busy)
     if cell.host_busy is not None:
         log.warning("%s: the host was busy: %s; re-measure it on a quiet host "
                     "(schedlab profile --check FILE compares)", cell.key, cell.host_busy)
@@ -322,9 +320,8 @@ def check_drift(path: str | Path, cells: int = 3,
         fresh = measure_scale_factor(
             parse_job_name(cell.job), cell.device, cell.backend, cell.scale_factor,
             settings=data.settings, threads=data.host.cpu_threads)
-        foreign = hostload.foreign_cores(before, hostload.sample(),
-                                         float(cell.scale_factor * data.host.cpu_threads))
-        busy = hostload.busy_reason(foreign, hostload.load_average(), os.cpu_count())
+        busy = hostload.since(before,
+                              float(cell.scale_factor * data.host.cpu_threads)).busy
         drift = Drift(key=cell.key, recorded=float(cell.steps_per_s or 0.0),
                       now=fresh.steps_per_s if fresh.status == "ok" else None,
                       host_busy=busy)
