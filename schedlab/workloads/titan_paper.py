@@ -37,9 +37,9 @@ them correctly rounded.
 (:data:`schedlab.workloads.titan.THROUGHPUT`, B = ``target_batch_size``: 48 or 16 times the
 gradient steps); ``max_gpus`` = min(32, B // smallest local batch) as the code (no request
 of the twelve traces exceeds it; a request above it would be cut to it).  The cluster is
-``run/exp_cluster/fast_batch_run.sh``'s: one switch of 8 nodes of 4 V100s (32 GPUs), and
-the round is Titan's 120 s (``scheduling_time_interval``; SRTF and Tiresias run at 300 s
-there, :data:`BASELINE_ROUND_S`).
+``run/exp_cluster/fast_batch_run.sh``'s (lines 20-21; one switch, ``options.py`` line 18): 8
+nodes of 4 V100s (32 GPUs), and the round is Titan's 120 s (``scheduling_time_interval``,
+line 46; SRTF and Tiresias run at 300 s there, line 29, :data:`BASELINE_ROUND_S`).
 
 **Labels.**  The merge rule of :mod:`schedlab.formulations.titan.merge` compares tasks by
 the class labels of their datasets.  Datasets whose labels are in the shipped concept
@@ -80,8 +80,8 @@ TRACE_MODELS: Mapping[str, str] = {
 }
 #: The code's trace densities, as they appear in the trace names.
 PAPER_DENSITIES: Mapping[float, str] = {1.0: "1", 1.5: "1.5", 2.0: "2"}
-#: Nodes and GPUs per node of the evaluation cluster (``fast_batch_run.sh``:
-#: ``num_node_p_switch=8``, ``num_gpu_p_node=4``; one switch, ``options.py``'s default).
+#: Nodes and GPUs per node of the evaluation cluster (``fast_batch_run.sh`` lines 20-21:
+#: ``num_node_p_switch=8``, ``num_gpu_p_node=4``; one switch, ``options.py`` line 18).
 PAPER_NODES = 8
 #: Scheduling interval of SRTF and Tiresias in the same script, s.
 BASELINE_ROUND_S = 300.0
