@@ -75,7 +75,7 @@ SIZES = (64, 256, 1024)
 
 def make_tasks(n: int, seed: int = 0) -> list[TitanTask]:
     """n tasks of the module docstring."""
-    from schedlab.formulations.titan.hierarchy import label_sets
+    from schedlab.world.concept_hierarchy import label_sets
 
     sets = label_sets()
     rng = np.random.default_rng(seed)
@@ -131,7 +131,7 @@ def pyomo_solve(problem: Any, options: SolverOptions) -> tuple[float, float | No
 def warm_similarity() -> MergeRule:
     """A rule whose similarity cache holds S of every two label sets of one kind (an online
     policy keeps its rule from round to round, so it pays each S once)."""
-    from schedlab.formulations.titan.hierarchy import label_sets
+    from schedlab.world.concept_hierarchy import label_sets
 
     sets = label_sets()
     rule = MergeRule()

@@ -322,8 +322,9 @@ class ClaimQueue(Generic[ItemT, DoneT]):
 
 def drain_in_process(queue: ClaimQueue[ItemT, Any], compute: Callable[[ItemT], Any],
                      finished: Callable[[ItemT, Any], None]) -> None:
-    """Compute the queue's items one by one in this process: ``compute(item)`` under its
-    claim, which is then released, and ``finished(item, result)``; when only items other
+    """Compute the queue's items one by one in this process: ``compute(item)`` and
+    ``finished(item, result)`` (which may write the item's file) under its claim, which is
+    then released; when only items other
     runners hold are left, wait for their results or their stale claims."""
     while queue:
         taken = queue.take()
@@ -332,8 +333,10 @@ def drain_in_process(queue: ClaimQueue[ItemT, Any], compute: Callable[[ItemT], A
             continue
         item, claim = taken
         result = compute(item)
-        queue.release(claim)
-        finished(item, result)
+        try:
+            finished(item, result)
+        finally:
+            queue.release(claim)
 
 
 def drain_on_pool(queue: ClaimQueue[ItemT, Any], executor: Any, workers: int,
@@ -341,8 +344,9 @@ def drain_on_pool(queue: ClaimQueue[ItemT, Any], executor: Any, workers: int,
                   finished: Callable[[ItemT, Any], None]) -> dict[Any, tuple[ItemT, Claim]]:
     """Compute the queue's items on ``executor`` (a ``concurrent.futures`` pool), at most
     ``workers`` claimed at a time so a second runner into the folder takes the others:
-    ``submit(executor, item)`` starts one and returns its future; as each ends its claim is
-    released and ``finished(item, result)`` called (a failed item re-raises here); when only
+    ``submit(executor, item)`` starts one and returns its future; as each ends
+    ``finished(item, result)`` is called (a failed item re-raises here) and then its claim
+    released; when only
     items other runners hold are left, wait for their results or their stale claims.
     Returns the futures still pending (empty unless interrupted: read by the caller's
     ``finally`` to say what it stops)."""
@@ -367,9 +371,10 @@ def drain_on_pool(queue: ClaimQueue[ItemT, Any], executor: Any, workers: int,
                        return_when=FIRST_COMPLETED)
         for future in done:
             item, claim = futures.pop(future)
-            result = future.result()  # re-raises the item's error
-            queue.release(claim)
-            finished(item, result)
+            try:
+                finished(item, future.result())  # re-raises the item's error
+            finally:
+                queue.release(claim)
         fill()
     return futures
 

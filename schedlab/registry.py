@@ -156,6 +156,10 @@ class Registry(Generic[T]):
         self._from_entry_point: dict[_EntryPointKey, list[str]] = {}
         self._broken: dict[str, str] = {}  # entry-point name -> why it failed to load
         self._scanned_path: tuple[str, ...] | None = None
+        self._in_builtins = False
+        #: Names registered by a call of :meth:`register` at run time (not a built-in, not
+        #: an entry point): a worker process started with spawn or forkserver lacks them.
+        self._runtime: set[str] = set()
 
     # registering ---------------------------------------------------------------------------
     def register(
@@ -181,6 +185,10 @@ class Registry(Generic[T]):
                                 loading.label, self.kind, name)
                     return
                 self._from_entry_point.setdefault(loading, []).append(name)
+            if loading is None and not self._in_builtins:
+                self._runtime.add(name)
+            else:
+                self._runtime.discard(name)
             self._entries[name] = Entry(
                 name, factory, description, dict(defaults),
                 origin=loading.label if loading is not None else BUILT_IN,
@@ -191,6 +199,7 @@ class Registry(Generic[T]):
         """Forget ``name`` (nothing happens when it is not registered)."""
         with self._lock:
             self._entries.pop(name, None)
+            self._runtime.discard(name)
 
     @contextlib.contextmanager
     def scoped(self) -> Iterator[Registry[T]]:
@@ -198,14 +207,21 @@ class Registry(Generic[T]):
         with self._lock:
             self._load_builtins()
             saved = (dict(self._entries), dict(self._from_entry_point), dict(self._broken),
-                     self._scanned_path)
+                     self._scanned_path, set(self._runtime))
         try:
             yield self
         finally:
             with self._lock:
-                entries, loaded, broken, path = saved
+                entries, loaded, broken, path, runtime = saved
                 self._entries, self._from_entry_point, self._broken = entries, loaded, broken
-                self._scanned_path = path
+                self._scanned_path, self._runtime = path, runtime
+
+    def runtime_entries(self) -> list[Entry[T]]:
+        """The entries registered at run time by :meth:`register` (not built in, not from an
+        entry point), in name order: what a spawned worker must register again."""
+        with self._lock:
+            return [self._entries[name] for name in sorted(self._runtime)
+                    if name in self._entries]
 
     # looking up ----------------------------------------------------------------------------
     def entries(self) -> dict[str, Entry[T]]:
@@ -264,7 +280,11 @@ class Registry(Generic[T]):
             return
         module_name, _, attribute = self._builtins.partition(":")
         registrar = getattr(importlib.import_module(module_name), attribute)
-        registrar(registry=self)
+        self._in_builtins = True
+        try:
+            registrar(registry=self)
+        finally:
+            self._in_builtins = False
         self._builtins_loaded = True
 
     def _scan(self, *, force: bool) -> None:

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from schedlab.formulations.titan.hierarchy import (
+from schedlab.world.concept_hierarchy import (
     EDGE_KINDS,
     GRAPH_SCHEMA,
     WORDNET_VERSION,

@@ -280,7 +280,7 @@ def test_solve_without_formulation_still_defaults_to_gavel(
 
 
 def test_profiler_report_prints_brackets_as_text(capsys: pytest.CaptureFixture[str]) -> None:
-    from schedlab.profiler.cli import _report
+    from schedlab.cli.profile import _report
 
     reason = "gloo: connect [/tmp/rendezvous] failed [bold]"
     cell = SimpleNamespace(key="resnet50@64 solo v100", status="error", reason=reason,
@@ -311,7 +311,7 @@ def test_a_wordnet_folder_without_index_sense_is_one_input_error(
     import types
 
     from schedlab.errors import InputError
-    from schedlab.formulations.titan.hierarchy import nltk_synset_source
+    from schedlab.world.concept_hierarchy import nltk_synset_source
 
     class IncompleteWordNet:  # NLTK's reader opening a file the folder lacks
         def get_version(self) -> str:

@@ -207,7 +207,7 @@ def titan_base() -> Case:
     """Titan tasks on 8 V100s: a (CIFAR-10) and b (Cat-vs-Dog) fine-tune vit-base, merged
     (measured: 25 s on 8 GPUs), on all 8 GPUs over [0, 25); c (AG News, roberta-base) alone
     over [25, 45), its 20 s on 8 GPUs."""
-    from schedlab.formulations.titan.hierarchy import label_sets
+    from schedlab.world.concept_hierarchy import label_sets
 
     def task(job: str, model: str, label_set: str) -> dict[str, Any]:
         return {"id": job, "base_model": model, "label_set": label_set, "dataset": label_set,

@@ -25,8 +25,9 @@ import pytest
 
 from schedlab import claims
 from schedlab.analysis import sweep
+from schedlab.analysis.experiments.kind import TableKind
+from schedlab.analysis.experiments.runner import run_cells
 from schedlab.analysis.sweep import RunOutput, RunSpec, WorkloadSpec
-from schedlab.analysis.tables.cells import run_cached
 from schedlab.claims import Claim, ClaimQueue, Owner, acquire, claim_file, holder_of
 
 SMALL = WorkloadSpec(kind="gavel", num_jobs=3, cluster=(("v100", 2),))
@@ -265,21 +266,23 @@ class Cell:
         return f"cell-{self.seed}.json"
 
 
-def run_cell(cell: Cell, folder: str) -> int:
+def run_cell(cell: Cell) -> int:
     record(cell.file_name)
     time.sleep(0.1)
-    (Path(folder) / cell.file_name).write_text(json.dumps(cell.seed * 10))
     return cell.seed * 10
 
 
-def read_cell(path: Path) -> int | None:
-    return int(json.loads(path.read_text()))
+def _kind() -> TableKind:
+    return TableKind(name="toy", settings=lambda spec: None, plan=lambda settings: [],
+                     compute=run_cell, dump=lambda value: {"value": value},
+                     load=lambda data: int(data["value"]), key=lambda cell: cell.seed,
+                     describe=lambda cell: f"cell {cell.seed}",
+                     reduce=lambda settings, results: results, document=lambda table: None,
+                     frame=lambda table: None, seeds=lambda settings: [])
 
 
 def _table_runner(folder: str, count: int, report: str) -> None:
-    results = run_cached([Cell(i) for i in range(count)], Path(folder), run=run_cell,
-                         read=read_cell, key=lambda cell: cell.seed,
-                         describe=lambda cell: f"cell {cell.seed}", workers=2)
+    results = run_cells(_kind(), [Cell(i) for i in range(count)], Path(folder), workers=2)
     Path(report).write_text(json.dumps(sorted(results.items())))
 
 

@@ -553,7 +553,7 @@ def test_single_run_table_has_the_types_a_sweep_reads_back() -> None:
     import numpy as np
     import pandas as pd
 
-    from schedlab.cli import _as_read_back
+    from schedlab.cli.simulate import _as_read_back
 
     rng = np.random.default_rng(0)
     frame = pd.DataFrame({

@@ -1,11 +1,12 @@
-"""Hare's switch-cost models (schedlab.formulations.hare.switching), by hand."""
+"""Hare's switch-cost models (schedlab.world.hare_switching), by hand."""
 
 from __future__ import annotations
 
 import pytest
 
 from schedlab.errors import InputError
-from schedlab.formulations.hare.switching import (
+from schedlab.instance import instance_from_dict
+from schedlab.world.hare_switching import (
     GPU_MEMORY_GB,
     MODEL_MEMORY_GB,
     ColdRestart,
@@ -18,7 +19,6 @@ from schedlab.formulations.hare.switching import (
     switch_model,
     switch_seconds_map,
 )
-from schedlab.instance import instance_from_dict
 
 #: The seed's Table 1 (ms): (default, PipeSwitch, Hare) per model.
 TABLE_1_MS = {

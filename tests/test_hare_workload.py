@@ -11,11 +11,6 @@ from pathlib import Path
 import pytest
 
 from schedlab.errors import InputError
-from schedlab.formulations.hare.switching import (
-    COLD_RESTART_S,
-    HARE_RESIDENT_S,
-    MODEL_MEMORY_GB,
-)
 from schedlab.instance import load_instance, save_instance
 from schedlab.workloads.hare import (
     HARE_CLUSTER,
@@ -25,6 +20,11 @@ from schedlab.workloads.hare import (
     write_example_instances,
 )
 from schedlab.workloads.throughputs import load_gavel_throughputs
+from schedlab.world.hare_switching import (
+    COLD_RESTART_S,
+    HARE_RESIDENT_S,
+    MODEL_MEMORY_GB,
+)
 
 REL = 1e-9
 EXAMPLES = Path(__file__).resolve().parent.parent / "instances" / "hare"

@@ -241,7 +241,7 @@ def test_run_executes_on_cpu_single_process() -> None:
 
 
 def test_run_multi_gpu_needs_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
-    import schedlab.profiler.parallelism as parallelism
+    import schedlab.world.parallelism as parallelism
 
     monkeypatch.setattr(parallelism, "local_cuda_devices", lambda: 0)
     with pytest.raises(TechniqueUnavailableError, match="needs 4 CUDA devices"):

@@ -15,8 +15,8 @@ torch = pytest.importorskip("torch")
 
 from scipy import stats  # noqa: E402
 
+from schedlab.cli.profile import gpu_label, parse_devices  # noqa: E402
 from schedlab.errors import InputError  # noqa: E402
-from schedlab.profiler.cli import gpu_label, parse_devices  # noqa: E402
 from schedlab.profiler.matrix import Settings  # noqa: E402
 from schedlab.profiler.parallel import measure_scale_factor, measure_technique  # noqa: E402
 from schedlab.profiler.regimes import epoch_seconds  # noqa: E402

@@ -15,11 +15,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from schedlab.errors import InputError  # noqa: E402
-from schedlab.formulations.hare.switching import (  # noqa: E402
-    SwitchContext,
-    hare_switch_from_profile,
-)
-from schedlab.formulations.hare.switching import switch_model as hare_switch_model  # noqa: E402
 from schedlab.profiler import switching  # noqa: E402
 from schedlab.profiler.checkpoint import list_checkpoints  # noqa: E402
 from schedlab.profiler.matrix import (  # noqa: E402
@@ -28,6 +23,7 @@ from schedlab.profiler.matrix import (  # noqa: E402
     SwitchMeasurement,
     ThroughputFile,
 )
+from schedlab.profiler.switch_costs import hare_switch_from_profile  # noqa: E402
 from schedlab.profiler.switch_table import (  # noqa: E402
     add_table_command,
     render_markdown,
@@ -51,6 +47,8 @@ from schedlab.profiler.zoo import JobSpec, TrainingJob, build_model  # noqa: E40
 from schedlab.simulator.switch import SwitchCost as TitanCost  # noqa: E402
 from schedlab.simulator.switch import SwitchModel as TitanSwitchModel  # noqa: E402
 from schedlab.simulator.switch import titan_switch_from_profile  # noqa: E402
+from schedlab.world.hare_switching import SwitchContext  # noqa: E402
+from schedlab.world.hare_switching import switch_model as hare_switch_model  # noqa: E402
 
 SPEC = JobSpec("recommender", "tiny", 4)
 
@@ -277,7 +275,7 @@ def test_switch_table_with_several_devices_names_them() -> None:
 
 def _run_table(argv: list[str]) -> int:
     """The ``profile-table`` handler behind a parser of its own, with the CLI's exit-code rule
-    for bad input (the full CLI registers it in schedlab.profiler.cli)."""
+    for bad input (the full CLI registers it in schedlab.cli.profile)."""
     parser = argparse.ArgumentParser(prog="schedlab")
     common = argparse.ArgumentParser(add_help=False)
     add_table_command(parser.add_subparsers(), common, argparse.ArgumentParser)
@@ -386,8 +384,8 @@ def test_hare_defaults_unchanged_without_a_profile() -> None:
 def test_hare_instance_switch_map_from_measured_seconds() -> None:
     """sigma[j][k] of a generated Hare instance under the measured model: every job gets its
     model's hand-set seconds on every type (all types profiled as 'cpu')."""
-    from schedlab.formulations.hare.switching import switch_seconds_map
     from schedlab.workloads.hare import HARE_MODELS, generate_hare_instance
+    from schedlab.world.hare_switching import switch_seconds_map
 
     data = ThroughputFile()
     jobs = {}

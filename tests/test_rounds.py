@@ -23,7 +23,7 @@ from schedlab.formulations.gavel.rounds import (
     with_rounds,
 )
 from schedlab.instance import Instance, instance_from_dict
-from schedlab.simulator.placement import _lowest_run, lowest_bits
+from schedlab.placement import _lowest_run, lowest_bits
 from schedlab.solution import InstanceRef, PairShare, Placement, Solution, Status
 
 #: Rounds of the convergence test.

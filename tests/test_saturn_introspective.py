@@ -12,10 +12,10 @@ import pytest
 import schedlab
 from schedlab.check import check
 from schedlab.errors import InputError
+from schedlab.formulations.saturn import introspection_policy
 from schedlab.formulations.saturn.introspective import Introspective
 from schedlab.formulations.saturn.models import TimeIndexed
 from schedlab.instance import Instance, instance_from_dict
-from schedlab.policies import saturn_introspection
 from schedlab.solution import InstanceRef, ScheduleEntry, Solution, Status
 from schedlab.solvers import SolveResult, SolverOptions
 from schedlab.workloads.saturn import (
@@ -173,7 +173,7 @@ def test_unproven_resolves_do_not_become_optimal(
     """Exact runtimes and a proven static plan (X || Y, 100 s): the realized run is that plan,
     but re-solves that failed or hit their limit leave the status below optimal."""
     monkeypatch.setattr(StubSolver, "status", resolve_status)
-    monkeypatch.setattr(saturn_introspection, "PersistentSolver", StubSolver)
+    monkeypatch.setattr(introspection_policy, "PersistentSolver", StubSolver)
     sol = introspective(interval_s=25.0).solve(two_gpu_instance())
     assert sol.objective == pytest.approx(100.0)
     assert sol.metrics["plan_status"] == "optimal" and sol.metrics["resolves"] == 3

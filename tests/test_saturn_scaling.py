@@ -1,4 +1,4 @@
-"""Runtime estimates calibrated to published multi-GPU speed-ups (schedlab.profiler.scaling).
+"""Runtime estimates calibrated to published multi-GPU speed-ups (schedlab.world.scaling).
 
 The published numbers are typed here from the source (GPipe, Huang et al., NeurIPS 2019,
 Table 2, Transformer-48, M = 32: 1.8 / 3.4 / 6.3 at K = 2 / 4 / 8), not read from the module.
@@ -15,9 +15,9 @@ import pytest
 
 from schedlab.cli import main
 from schedlab.errors import InputError
-from schedlab.profiler.parallelism import JobSpec, estimate_configs, get_model
-from schedlab.profiler.scaling import ScalingProfile, configs_for, published_profile
 from schedlab.workloads.saturn import example_instances, model_selection_instance
+from schedlab.world.parallelism import JobSpec, estimate_configs, get_model
+from schedlab.world.scaling import ScalingProfile, configs_for, published_profile
 
 #: GPipe Table 2, Transformer-48, M = 32 (typed from the paper).
 GPIPE = {1: 1.0, 2: 1.8, 4: 3.4, 8: 6.3}

@@ -13,16 +13,10 @@ from schedlab.instance import AcceleratorPool, Cluster
 from schedlab.policies.allox import AlloX
 from schedlab.policies.allox_gavel import allox_allocation
 from schedlab.policies.base import Policy
+from schedlab.policies.shockwave_steps_state import ShockwaveSteps, epoch_of, simulator_critical
 from schedlab.policies.state import Assignment, ClusterState, JobState
 from schedlab.simulator import simulate
-from schedlab.simulator.shockwave_steps import (
-    MAX_FAILED_RUNS,
-    ShockwaveSteps,
-    after_failed_run,
-    after_run,
-    epoch_of,
-    simulator_critical,
-)
+from schedlab.simulator.shockwave_steps import MAX_FAILED_RUNS, after_failed_run, after_run
 from schedlab.workloads.shockwave import generate_shockwave_instance
 
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from schedlab.errors import InputError, SchedlabError
 from schedlab.instance import Cluster, instance_from_dict
+from schedlab.placement import PoolPlacer, ids_mask, mask_ids
 from schedlab.policies.base import Policy
 from schedlab.policies.state import Assignment, ClusterState, JobState
 from schedlab.simulator import (
@@ -26,7 +27,6 @@ from schedlab.simulator import (
     SimulationStalledError,
     simulate,
 )
-from schedlab.simulator.placement import PoolPlacer, ids_mask, mask_ids
 
 # ----------------------------------------------------------------------------- helpers
 

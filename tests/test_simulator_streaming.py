@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from schedlab.instance import Cluster, load_instance
+from schedlab.placement import mask_ids
 from schedlab.policies.base import Policy
 from schedlab.policies.registry import get_policy
 from schedlab.policies.state import Assignment, ClusterState, JobState
 from schedlab.simulator import JobRecord, SimulationResult, simulate
-from schedlab.simulator.placement import mask_ids
 from schedlab.simulator.result import job_columns
 from schedlab.simulator.stream import RecordChunks
 from schedlab.workloads.shockwave import generate_shockwave_instance

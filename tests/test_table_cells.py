@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from schedlab.analysis.tables.cells import mean_std, ratio, run_cached
+from schedlab.analysis.experiments.kind import TableKind
+from schedlab.analysis.experiments.runner import run_cells
+from schedlab.analysis.tables.cells import mean_std, ratio
 
 CALLS: list[int] = []
 
@@ -23,15 +25,23 @@ class Square:
         return f"square-{self.n}.json"
 
 
-def run_square(cell: Square, folder: str) -> int:
+def run_square(cell: Square) -> int:
     CALLS.append(cell.n)
-    (Path(folder) / cell.file_name).write_text(json.dumps(cell.n * cell.n))
     return cell.n * cell.n
 
 
-def read_square(path: Path) -> int | None:
-    value = json.loads(path.read_text())
-    return value if isinstance(value, int) else None
+def read_square(data: dict[str, object]) -> int:
+    value = data["square"]
+    if not isinstance(value, int):
+        raise ValueError("not an integer")
+    return value
+
+
+KIND = TableKind(name="squares", settings=lambda spec: None, plan=lambda settings: [],
+                 compute=run_square, dump=lambda value: {"square": value}, load=read_square,
+                 key=lambda cell: cell.n, describe=lambda cell: str(cell.n),
+                 reduce=lambda settings, results: results, document=lambda table: None,
+                 frame=lambda table: None, seeds=lambda settings: [])
 
 
 def test_mean_std_and_ratio_by_hand() -> None:
@@ -46,10 +56,9 @@ def test_cached_cells_are_read_back(tmp_path: Path) -> None:
     CALLS.clear()
     cells = [Square(2), Square(3)]
     seen: list[str] = []
-    first = run_cached(cells, tmp_path, run=run_square, read=read_square, key=lambda c: c.n,
-                       describe=lambda c: str(c.n), on_cell=seen.append)
+    first = run_cells(KIND, cells, tmp_path, on_cell=seen.append)
     assert first == {2: 4, 3: 9} and CALLS == [2, 3] and seen == ["2", "3"]
-    (tmp_path / "square-3.json").write_text('"broken"')  # unreadable: computed again
-    again = run_cached(cells, tmp_path, run=run_square, read=read_square, key=lambda c: c.n,
-                       describe=lambda c: str(c.n))
-    assert again == first and CALLS == [2, 3, 3]
+    assert json.loads((tmp_path / "square-3.json").read_text()) == {"square": 9}
+    (tmp_path / "square-3.json").write_text('{"square": "broken"}')  # unreadable: run again
+    again = run_cells(KIND, cells, tmp_path, on_cell=seen.append)
+    assert again == first and CALLS == [2, 3, 3] and seen[2:] == ["2 (cached)", "3"]

@@ -15,7 +15,7 @@ from schedlab.analysis.tables import output
 from schedlab.analysis.tables.output import Block, Document, Heading
 
 MANIFEST_FIELDS = {"format", "table", "schedlab_version", "python", "python_implementation",
-                   "libraries", "seeds", "settings", "command", "machine", "started",
+                   "libraries", "seeds", "settings", "experiment", "command", "machine", "started",
                    "finished", "code_digest", "files"}
 
 

@@ -1,23 +1,32 @@
 """``schedlab tables cross``: every policy on the same four workloads.
 
-One quick table (6 jobs per workload, 1 seed, every registered policy and Hare's planner) is
-computed once for the module; the checks read it and compare cells with simulations and
-plans made here, independently of the table's code path.  One worker: a process pool forked
-from a test process that has already run HiGHS can spin forever in HiGHS' thread pool.
+One quick table (6 jobs per workload, 1 seed, every registered policy and Hare's planner:
+the shipped spec's ``quick`` variant) is computed once for the module; the checks read it and
+compare cells with simulations and plans made here, independently of the table's code path.
+One worker (cells in this process): a process pool forked from a test process that has
+already run HiGHS can spin forever in HiGHS' thread pool.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from schedlab.analysis import cross_workloads as cw
+from schedlab.analysis.experiments.runner import (
+    compute_table,
+    plan_experiment,
+    run_experiment,
+)
+from schedlab.analysis.experiments.spec import shipped_experiment
 from schedlab.analysis.tables import cross as ct
 from schedlab.cli import main
+from schedlab.errors import InputError
 from schedlab.policies.registry import get_policy, policies
 from schedlab.registry import get_formulation
 from schedlab.simulator.elastic import simulate_elastic
@@ -30,9 +39,11 @@ from schedlab.workloads.shockwave import generate_shockwave_instance
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ct.CrossTable]:
     out = tmp_path_factory.mktemp("cross")
-    code = main(["tables", "cross", "--quick", "--quiet", "--out", str(out), "--workers", "1"])
-    assert code == 0
-    table = ct.cross_table(ct.quick_settings(), out)  # every cell read back from its file
+    spec = shipped_experiment("cross", variants=["quick"], overrides=["run.workers=1"])
+    assert run_experiment(spec, out).exit_code == 0
+    seen: list[str] = []
+    table = compute_table(ct.KIND, ct.quick_settings(), out, on_cell=seen.append)
+    assert seen and all(s.endswith("(cached)") for s in seen)  # every cell read back
     return out, table
 
 
@@ -168,3 +179,58 @@ def test_bad_settings_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
                  "0"]) == 2
     assert capsys.readouterr().err.count("error:") == 1
     assert not (tmp_path / "x").exists()
+
+
+def test_quick_cli_reuses_the_cells_and_writes_the_same_table(
+        quick: tuple[Path, ct.CrossTable], tmp_path: Path) -> None:
+    """``tables cross --quick`` into a folder holding the quick spec's cells runs none again
+    and writes the same Markdown."""
+    out, _ = quick
+    shutil.copytree(out / ct.CELLS_FOLDER, tmp_path / ct.CELLS_FOLDER)
+    code = main(["tables", "cross", "--quick", "--quiet", "--out", str(tmp_path), "--workers",
+                 "1"])
+    assert code == 0
+    assert (tmp_path / "cross.md").read_text() == (out / "cross.md").read_text()
+
+
+def test_shipped_spec_plans_the_cells_of_the_settings() -> None:
+    """The shipped spec is the table's settings: ``quick`` gives the cells of
+    ``quick_settings()`` (by file name), the default document ``TableSettings()`` (every
+    registered policy and Hare's planner on 4 workloads x 3 seeds)."""
+    quick = plan_experiment(shipped_experiment("cross", variants=["quick"]))
+    everyone = ct.registered_policies()
+    assert quick.settings == ct.quick_settings(policies=everyone)
+    assert sorted(c.file_name for c in quick.cells) == sorted(
+        c.file_name for c in ct.plan_cells(ct.quick_settings()))
+    assert len(quick.cells) == 4 * len(everyone)
+    full = shipped_experiment("cross")
+    assert ct.settings_from_spec(full) == ct.TableSettings(policies=everyone)
+    jobs = ct.settings_from_spec(shipped_experiment(
+        "cross", variants=["quick"], overrides=["workloads[0].params.jobs=9", "seeds=[2, 3]",
+                                                "policies=[{name: fifo}, {name: hare.greedy}]"]))
+    assert jobs == ct.quick_settings(jobs=9, seeds=(2, 3), policies=("fifo", "hare.greedy"))
+
+
+@pytest.mark.parametrize(("override", "field"), [
+    ("workloads[0].params.jobs=-1", "workloads[0].params.jobs"),
+    ("workloads[0].params.jobz=3", "workloads[0].params.jobz"),
+    ("workloads[0].params.titan_gpus=6", "workloads[0].params.titan_gpus"),
+    ("workloads[0].params.heterogeneous.k80=0", "workloads[0].params.heterogeneous.k80"),
+    ("workloads[0].params.jobs_per_hour=0", "workloads[0].params.jobs_per_hour"),
+    ("workloads[0].params.workloads=[homogeneous, nope]", "workloads[0].params.workloads[1]"),
+    ("workloads[0].params.workloads=[dynamic, dynamic]", "workloads[0].params.workloads"),
+    ("simulator.round_s.dynamic=-5", "simulator.round_s.dynamic"),
+    ("simulator.round_s.other=5", "simulator.round_s.other"),
+    ("settings.lp_eps=0", "settings.lp_eps"),
+    ("settings.hare_max_rounds=1.5", "settings.hare_max_rounds"),
+    ("settings.eps=1", "settings.eps"),
+    ("policies=[{name: nope}]", "policies[0].name"),
+    ("policies=[{name: fifo, options: {x: 1}}]", "policies[0].options"),
+    ("policies=[{name: fifo}, {name: fifo}]", "policies"),
+    ("report.reference=fifo", "report.reference"),
+])
+def test_bad_spec_field_is_an_input_error_naming_it(override: str, field: str) -> None:
+    spec = shipped_experiment("cross", variants=["quick"], overrides=[override])
+    with pytest.raises(InputError) as caught:
+        plan_experiment(spec)
+    assert caught.value.field == field, caught.value

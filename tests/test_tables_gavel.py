@@ -1,5 +1,5 @@
 """``schedlab tables gavel``: table shape, each cell against a simulation run here, the
-direction of Gavel's claim, the cache and the CLI.
+direction of Gavel's claim, the cache, the shipped spec and the CLI.
 
 Every expected average JCT is recomputed in the test: the workload is rebuilt here (the trace
 file read and cut to its earliest arrivals by hand, the generator called directly with
@@ -17,6 +17,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from schedlab.analysis.experiments.runner import (
+    compute_table,
+    plan_experiment,
+    run_experiment,
+)
+from schedlab.analysis.experiments.spec import shipped_experiment
 from schedlab.analysis.tables import gavel as gt
 from schedlab.cli import main
 from schedlab.errors import InputError
@@ -37,6 +43,16 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Path, str]
     with contextlib.redirect_stdout(buffer):
         code = main(["tables", "gavel", "--quick", "--workers", "1", "--out", str(out)])
     return code, out, buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def quick_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shipped spec's quick variant through the experiment runner (one worker), once
+    for the module: its output folder."""
+    out = tmp_path_factory.mktemp("quick_spec")
+    spec = shipped_experiment("gavel", variants=["quick"], overrides=["run.workers=1"])
+    assert run_experiment(spec, out).exit_code == 0
+    return out
 
 
 def _seed_rows(folder: Path) -> pd.DataFrame:
@@ -72,8 +88,8 @@ def test_quick_cli_writes_every_file(quick_run: tuple[int, Path, str]) -> None:
         gt.MARKDOWN_NAME, gt.CSV_NAME, gt.LATEX_NAME, gt.PLOT_NAME}
 
 
-def test_quick_table_shape(quick_run: tuple[int, Path, str]) -> None:
-    _, folder, _ = quick_run
+def test_quick_table_shape(quick_folder: Path) -> None:
+    folder = quick_folder
     markdown = (folder / gt.MARKDOWN_NAME).read_text()
     header = "| policy | trace | 2 jobs/h | 6 jobs/h |"
     assert markdown.count(header) == 2  # the JCT block and the ratio block
@@ -90,8 +106,8 @@ def test_quick_table_shape(quick_run: tuple[int, Path, str]) -> None:
     assert latex.count(r"\begin{tabular}{lrrr}") == 2
 
 
-def test_each_cell_equals_a_direct_simulation(quick_run: tuple[int, Path, str]) -> None:
-    _, folder, _ = quick_run
+def test_each_cell_equals_a_direct_simulation(quick_folder: Path) -> None:
+    folder = quick_folder
     rows = _seed_rows(folder)
     instances = {
         "trace": _trace_head(40),
@@ -109,11 +125,10 @@ def test_each_cell_equals_a_direct_simulation(quick_run: tuple[int, Path, str]) 
         assert row.ratio == pytest.approx(agnostic / aware, rel=REL)
 
 
-def test_awareness_lowers_average_jct_at_the_highest_quick_rate(
-        quick_run: tuple[int, Path, str]) -> None:
+def test_awareness_lowers_average_jct_at_the_highest_quick_rate(quick_folder: Path) -> None:
     """Gavel's claim, in direction: at 6 jobs/h the heterogeneity-aware max-min fairness
     (and FIFO, and finish-time fairness) has the lower average JCT."""
-    _, folder, _ = quick_run
+    folder = quick_folder
     rows = _seed_rows(folder)
     top = rows[rows["workload"] == "rate6"]
     for row in top.itertuples():
@@ -121,13 +136,13 @@ def test_awareness_lowers_average_jct_at_the_highest_quick_rate(
         assert row.ratio >= 1.0
 
 
-def test_rerun_reuses_every_cell(quick_run: tuple[int, Path, str]) -> None:
-    _, folder, _ = quick_run
+def test_rerun_reuses_every_cell(quick_folder: Path) -> None:
+    folder = quick_folder
     cells = sorted((folder / gt.CELLS_FOLDER).glob("*.json"))
-    assert len(cells) == gt.cells_count(gt.quick_settings()) == 18
+    assert len(cells) == len(gt.plan_cells(gt.quick_settings())) == 18
     before = {p: p.stat().st_mtime_ns for p in cells}
     seen: list[str] = []
-    table = gt.gavel_table(gt.quick_settings(), folder, on_cell=seen.append)
+    table = compute_table(gt.KIND, gt.quick_settings(), folder, on_cell=seen.append)
     assert len(seen) == 18 and all(s.endswith("(cached)") for s in seen)
     assert {p: p.stat().st_mtime_ns for p in cells} == before
     frame = _seed_rows(folder)
@@ -143,7 +158,7 @@ def test_first_seed_only_on_the_trace_for_finish_time_fairness() -> None:
     assert settings.seeds_for("rate2", ftf) == (0, 1, 2)
     assert settings.seeds_for("trace", "gavel.fifo") == (0, 1, 2)
     # 6 policies x 2 rates x 3 seeds + 4 policies x 3 seeds + 2 FTF policies x 1 seed
-    assert gt.cells_count(settings) == 36 + 12 + 2
+    assert len(gt.plan_cells(settings)) == 36 + 12 + 2
 
 
 def test_mean_std_over_seeds_and_up_to() -> None:
@@ -171,6 +186,9 @@ def test_bad_settings_are_input_errors(tmp_path: Path) -> None:
         gt.check_settings(gt.quick_settings(trace=str(tmp_path / "missing.json")))
     with pytest.raises(InputError):
         gt.check_settings(gt.quick_settings(rates=(0.0,)))
+
+
+def test_bad_cli_flags_exit_2(tmp_path: Path) -> None:
     code = main(["tables", "gavel", "--quick", "--rates", "-1", "--out", str(tmp_path / "x")])
     assert code == 2
     assert not (tmp_path / "x").exists()
@@ -185,7 +203,7 @@ def test_measured_window_averages_only_those_arrivals(tmp_path: Path) -> None:
     cell equals the mean over exactly those jobs of a simulation run here."""
     settings = gt.TableSettings(trace=None, jobs=24, rates=(6.0,), seeds=(1,),
                                 pairs=gt.PAIRS[:1], measure=(10, 20))
-    table = gt.gavel_table(settings, tmp_path)
+    table = compute_table(gt.KIND, settings, tmp_path)
     instance = generate_gavel_instance(24, CLUSTER, seed=1, jobs_per_hour=6.0,
                                        multi_gpu=False)
     for policy, side in (("gavel.max_min_fairness", "aware"),
@@ -205,3 +223,51 @@ def test_measured_window_averages_only_those_arrivals(tmp_path: Path) -> None:
     assert steady.measure == (4000, 5000) and steady.jobs > 5000 and steady.trace is None
     with pytest.raises(InputError):
         gt.check_settings(gt.TableSettings(trace=None, jobs=24, measure=(10, 25)))
+
+
+def test_shipped_spec_plans_the_cells_of_the_settings() -> None:
+    """The shipped spec is the table's settings: the default document gives
+    ``TableSettings()`` (68 cells), ``quick`` the cells of ``quick_settings()`` (18, by file
+    name) and ``steady_state`` ``steady_state_settings()``."""
+    quick = plan_experiment(shipped_experiment("gavel", variants=["quick"]))
+    assert quick.settings == gt.quick_settings()
+    assert sorted(c.file_name for c in quick.cells) == sorted(
+        c.file_name for c in gt.plan_cells(gt.quick_settings()))
+    assert len(quick.cells) == 18
+    full = plan_experiment(shipped_experiment("gavel"))
+    assert full.settings == gt.TableSettings()
+    # the trace: 4 policies x 3 seeds + the finish-time-fairness pair x 1; 3 rates x 6 x 3
+    assert len(full.cells) == 14 + 54
+    steady = shipped_experiment("gavel", variants=["steady_state"])
+    assert gt.settings_from_spec(steady) == gt.steady_state_settings()
+    # --pairs, --trace/--no-trace, --measure, --seeds as overrides of the spec
+    chosen = gt.settings_from_spec(shipped_experiment("gavel", variants=["quick"], overrides=[
+        "policies=[{label: FIFO, name: gavel.fifo}]", "workloads[0].params.trace=null",
+        "workloads[0].params.measure=[5, 25]", "seeds=[3, 4]"]))
+    assert chosen == gt.quick_settings(pairs=gt.PAIRS[1:2], trace=None, measure=(5, 25),
+                                       seeds=(3, 4))
+
+
+@pytest.mark.parametrize(("override", "field"), [
+    ("workloads[0].params.jobs=-1", "workloads[0].params.jobs"),
+    ("workloads[0].params.job=3", "workloads[0].params.job"),
+    ("workloads[0].params.rates=[2, 0]", "workloads[0].params.rates[1]"),
+    ("workloads[0].params.rates=[2, 2]", "workloads[0].params.rates"),
+    ("workloads[0].params.cluster.v100=1.5", "workloads[0].params.cluster.v100"),
+    ("workloads[0].params.measure=[5, 3]", "workloads[0].params.measure"),
+    ("workloads[0].params.measure=[0, 31]", "workloads[0].params.measure"),
+    ("workloads[0].params.trace=missing.json", "workloads[0].params.trace"),
+    ("workloads[0].generator=gavel.nope", "workloads[0].generator"),
+    ("policies[1].name=gandiva", "policies[1].name"),
+    ("policies[0].options={x: 1}", "policies[0].options"),
+    ("simulator.round_s=0", "simulator.round_s"),
+    ("simulator.rounds=3", "simulator.rounds"),
+    ("settings.extra=1", "settings.extra"),
+    ("report.reference=gavel.fifo", "report.reference"),
+    ("seeds=[]", "seeds"),
+])
+def test_bad_spec_field_is_an_input_error_naming_it(override: str, field: str) -> None:
+    spec = shipped_experiment("gavel", variants=["quick"], overrides=[override])
+    with pytest.raises(InputError) as caught:
+        plan_experiment(spec)
+    assert caught.value.field == field, caught.value

@@ -1,4 +1,5 @@
-"""``schedlab tables hare``: the table function, its cache, the gang conversion and the CLI.
+"""``schedlab tables hare``: the table kind, its shipped spec, its cache, the gang conversion
+and the CLI.
 
 Expected values are re-derived in the test: the weighted JCT from a solve's schedule entries
 (each job's last task end), the simulated schemes from gang jobs built here from the Hare
@@ -17,6 +18,8 @@ import pandas as pd
 import pytest
 
 from schedlab import solve
+from schedlab.analysis.experiments.runner import compute_table, plan_experiment, run_experiment
+from schedlab.analysis.experiments.spec import shipped_experiment
 from schedlab.analysis.tables import hare as ht
 from schedlab.cli import main
 from schedlab.errors import InputError
@@ -37,6 +40,15 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Path, str]
     with contextlib.redirect_stdout(buffer):
         code = main(["tables", "hare", "--quick", "--workers", "1", "--out", str(out)])
     return code, out, buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def quick_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shipped spec's quick variant run by the experiment runner (no command line),
+    once for the module: its output folder."""
+    out = tmp_path_factory.mktemp("quick-spec")
+    run_experiment(shipped_experiment("hare", variants=["quick"]), out)
+    return out
 
 
 def _seed_rows(folder: Path) -> pd.DataFrame:
@@ -83,8 +95,8 @@ def _weighted_jct_of_schedule(instance: Instance, formulation: str) -> float:
     return sum(job.weight * (last[job.id] - job.arrival) for job in instance.jobs)
 
 
-def test_offline_cells_rederive_from_their_schedules(quick_run: tuple[int, Path, str]) -> None:
-    _, folder, _ = quick_run
+def test_offline_cells_rederive_from_their_schedules(quick_table: Path) -> None:
+    folder = quick_table
     seeds = _seed_rows(folder)
     instance = generate_hare_instance(16, seed=0, cluster=QUICK_CLUSTER)
     for scheme in ("hare.greedy", "hare.sched_allox"):
@@ -115,8 +127,8 @@ def _gangs_here(instance: Instance, round_s: float) -> Instance:
 
 
 def test_simulated_cells_rederive_from_gang_simulations(
-        quick_run: tuple[int, Path, str]) -> None:
-    _, folder, _ = quick_run
+        quick_table: Path) -> None:
+    folder = quick_table
     seeds = _seed_rows(folder)
     instance = generate_hare_instance(8, seed=0, cluster=QUICK_CLUSTER)
     gangs = _gangs_here(instance, 60.0)
@@ -128,14 +140,13 @@ def test_simulated_cells_rederive_from_gang_simulations(
 
 
 def test_online_las_row_is_heterogeneity_aware_tiresias_on_the_gangs(
-        quick_run: tuple[int, Path, str]) -> None:
+        quick_table: Path) -> None:
     """The 'Online LAS (heterogeneity-aware)' row = a simulation, run here, of the Tiresias
     class built with heterogeneity_aware=True (not through the registered name) on the gangs
     built here; and it differs from the type-blind Tiresias row on this workload."""
     from schedlab.policies.tiresias import Tiresias
 
-    _, folder, _ = quick_run
-    seeds = _seed_rows(folder)
+    seeds = _seed_rows(quick_table)
     assert ("Online LAS (heterogeneity-aware)", "online", "tiresias_aware", {}) in ht.SCHEMES
     for jobs, gpus in ((8, 24), (16, 20)):
         cluster = ht.scaled_cluster(QUICK_CLUSTER, gpus) if gpus != 24 else QUICK_CLUSTER
@@ -153,8 +164,8 @@ def test_online_las_row_is_heterogeneity_aware_tiresias_on_the_gangs(
     assert aware["weighted_jct_s"] != pytest.approx(blind["weighted_jct_s"], rel=1e-6)
 
 
-def test_reductions_are_one_minus_hare_over_scheme(quick_run: tuple[int, Path, str]) -> None:
-    _, folder, _ = quick_run
+def test_reductions_are_one_minus_hare_over_scheme(quick_table: Path) -> None:
+    folder = quick_table
     seeds = _seed_rows(folder)
     for (_, _), here in seeds.groupby(["jobs", "gpus"]):
         hare = here[here["scheme"] == "hare.greedy"].iloc[0]["weighted_jct_s"]
@@ -210,13 +221,62 @@ def test_cached_cells_are_reused_without_running(
     monkeypatch.setattr(ht, "run_scheme", counting)
     settings = replace(ht.quick_settings(), jobs=(8,), sweep_jobs=8, gpus=(24,),
                        schemes=ht.SCHEMES[1:3] + ht.SCHEMES[4:5])
-    first = ht.hare_table(settings, tmp_path)
+    first = compute_table(ht.KIND, settings, tmp_path)
     assert sorted(calls) == [("hare.sched_allox", 8), ("hare.sched_homo", 8), ("tiresias", 8)]
     calls.clear()
-    again = ht.hare_table(settings, tmp_path)
+    again = compute_table(ht.KIND, settings, tmp_path)
     assert calls == []
     for old, new in zip(first.rows, again.rows, strict=True):
         assert new.mean["weighted_jct_s"] == pytest.approx(old.mean["weighted_jct_s"], rel=REL)
+
+
+def test_shipped_spec_is_the_table_and_its_quick_variant_the_quick_table() -> None:
+    """The default document is TableSettings(), with the old cells_count's cells; `quick`
+    expands to exactly the cells of quick_settings()."""
+    full = plan_experiment(shipped_experiment("hare"))
+    assert full.settings == ht.TableSettings()
+    assert len(full.cells) == (len(full.settings.workloads()) * len(full.settings.seeds)
+                               * len(full.settings.schemes)) == 126
+    quick = plan_experiment(shipped_experiment("hare", variants=["quick"]))
+    assert quick.settings == ht.quick_settings()
+    expected = sorted(cell.file_name for cell in ht.plan_cells(ht.quick_settings()))
+    assert sorted(cell.file_name for cell in quick.cells) == expected and len(expected) == 18
+
+
+@pytest.mark.parametrize(("override", "field"), [
+    ("workloads[0].params.jobs=[8, 0]", "workloads[0].params.jobs[1]"),
+    ("workloads[0].params.jobs=8", "workloads[0].params.jobs"),
+    ("workloads[0].params.sweep_jobs=1.5", "workloads[0].params.sweep_jobs"),
+    ("workloads[0].params.gpus=[20, 4]", "workloads[0].params.gpus[1]"),
+    ("workloads[0].params.cluster={k80: 4, v100: 4}", "workloads[0].params.cluster"),
+    ("workloads[0].params.cluster={k80: -1, v100: 8}", "workloads[0].params.cluster.k80"),
+    ("workloads[0].params.density=1", "workloads[0].params.density"),
+    ("simulator.round_s=0", "simulator.round_s"),
+    ("simulator.lp_eps=0.5", "simulator.lp_eps"),
+    ("settings.lp_eps=-1", "settings.lp_eps"),
+    ("policies[3].name=no_such_policy", "policies[3].name"),
+    ("policies[3].name=tiresias", "policies[4].name"),  # the second tiresias
+    ("policies[0].options={eps: 0.5}", "policies[0].options.eps"),
+    ("report.reference=tiresias", "report.reference"),
+    ("seeds=[]", "seeds"),
+])
+def test_a_bad_spec_field_is_one_input_error_naming_its_path(override: str, field: str
+                                                             ) -> None:
+    spec = shipped_experiment("hare", overrides=[override], variants=["quick"])
+    with pytest.raises(InputError) as caught:
+        plan_experiment(spec)
+    assert caught.value.field == field, str(caught.value)
+
+
+def test_spec_round_and_lp_grid_are_the_settings_and_in_the_cell_keys() -> None:
+    """What --round-s and --lp-eps become: simulator.round_s and settings.lp_eps."""
+    spec = shipped_experiment("hare", variants=["quick"],
+                              overrides=["simulator.round_s=30", "settings.lp_eps=0.5",
+                                         "seeds=[3, 4]"])
+    settings = ht.settings_from_spec(spec)
+    assert settings == replace(ht.quick_settings(), round_s=30.0, lp_eps=0.5, seeds=(3, 4))
+    greedy = next(c for c in ht.plan_cells(settings) if c.scheme == "hare.greedy")
+    assert greedy.kwargs == {"eps": 0.5} and greedy.round_s == 30.0
 
 
 @pytest.mark.parametrize(("args", "field"), [
@@ -242,10 +302,10 @@ def test_cli_out_must_be_a_folder(capsys: pytest.CaptureFixture[str], tmp_path: 
 
 
 def test_claim_lower_weighted_jct_than_online_schemes_holds(
-        quick_run: tuple[int, Path, str]) -> None:
+        quick_table: Path) -> None:
     """Hare's claim, in direction: a lower total weighted JCT than Gavel, Tiresias, the
     heterogeneity-aware online LAS and Sched_Homo on every quick workload."""
-    _, folder, _ = quick_run
+    folder = quick_table
     frame = _seed_rows(folder)
     for (jobs, gpus), rows in frame.groupby(["jobs", "gpus"]):
         wjct = rows.set_index("label")["weighted_jct_s"]
@@ -259,8 +319,8 @@ def test_claim_lower_weighted_jct_than_online_schemes_holds(
                    "list schedule is 17% better, on the full table's 100 jobs 4% better "
                    "(docs/reproduction.md, Hare)")
 def test_claim_ahead_of_sched_allox_everywhere_is_not_reproduced(
-        quick_run: tuple[int, Path, str]) -> None:
-    _, folder, _ = quick_run
+        quick_table: Path) -> None:
+    folder = quick_table
     frame = _seed_rows(folder)
     for (jobs, gpus), rows in frame.groupby(["jobs", "gpus"]):
         wjct = rows.set_index("label")["weighted_jct_s"]

@@ -1,4 +1,5 @@
-"""``schedlab tables shockwave``: the table function, its cache and the command line.
+"""``schedlab tables shockwave``: the table kind, its shipped spec, its cache and the command
+line.
 
 Expected values are re-derived here from a simulation run in the test (plain Python over the
 job records, not :mod:`schedlab.analysis.metrics`), or from the CSV's own per-seed rows.
@@ -17,8 +18,17 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from schedlab.analysis.experiments.runner import (
+    compute_table,
+    plan_experiment,
+    run_experiment,
+    write_outputs,
+)
+from schedlab.analysis.experiments.spec import shipped_experiment
+from schedlab.analysis.tables import output
 from schedlab.analysis.tables import shockwave as sw
 from schedlab.cli import main
+from schedlab.errors import InputError
 from schedlab.policies.registry import POLICIES as REGISTRY
 from schedlab.simulator import simulate
 from schedlab.workloads.shockwave import generate_shockwave_instance
@@ -39,6 +49,15 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Path, str]
     with contextlib.redirect_stdout(buffer):
         code = main(["tables", "shockwave", "--quick", "--workers", "1", "--out", str(out)])
     return code, out, buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def quick_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shipped spec's quick variant run by the experiment runner (no command line),
+    once for the module: its output folder."""
+    out = tmp_path_factory.mktemp("quick-spec")
+    run_experiment(shipped_experiment("shockwave", variants=["quick"]), out)
+    return out
 
 
 def _csv(folder: Path) -> pd.DataFrame:
@@ -114,9 +133,9 @@ def test_quick_cli_writes_latex_and_a_manifest(quick_run: tuple[int, Path, str],
 
 
 def test_quick_csv_metrics_rederive_from_an_independent_simulation(
-        quick_run: tuple[int, Path, str]) -> None:
-    _, folder, _ = quick_run
-    frame = _csv(folder)
+        quick_table: Path) -> None:
+    frame = _csv(quick_table)
+    assert sorted(frame[frame["stat"] == "seed"]["policy"]) == sorted(sw.QUICK_POLICY_NAMES)
     for policy in ("allox", "gavel.max_min_fairness"):
         row = frame[(frame["policy"] == policy) & (frame["stat"] == "seed")].iloc[0]
         expected = _by_hand(12, 4, 25, policy)
@@ -124,10 +143,8 @@ def test_quick_csv_metrics_rederive_from_an_independent_simulation(
             assert row[key] == pytest.approx(value, rel=REL), (policy, key)
 
 
-def test_quick_csv_ratios_are_values_over_the_reference(
-        quick_run: tuple[int, Path, str]) -> None:
-    _, folder, _ = quick_run
-    frame = _csv(folder)
+def test_quick_csv_ratios_are_values_over_the_reference(quick_table: Path) -> None:
+    frame = _csv(quick_table)
     seed_rows = frame[(frame["stat"] == "seed") & (frame["status"] == "ok")]
     # Shockwave when it is registered, else the first available policy of the quick list
     available = [n for n in sw.QUICK_POLICY_NAMES if n in REGISTRY]
@@ -179,16 +196,26 @@ def test_select_policies_keeps_labels_and_accepts_other_registered_names() -> No
 
 
 def _settings(**changes: Any) -> sw.TableSettings:
-    return replace(sw.quick_settings(), **{"policies": CHEAP, "workers": 1, **changes})
+    return replace(sw.quick_settings(), **{"policies": CHEAP, **changes})
+
+
+def _table(settings: sw.TableSettings, folder: Path, workers: int = 1) -> sw.ShockwaveTable:
+    table = compute_table(sw.KIND, settings, folder, workers=workers)
+    assert isinstance(table, sw.ShockwaveTable)
+    return table
+
+
+def _markdown(table: sw.ShockwaveTable) -> str:
+    return output.render_markdown(sw.document(table))
 
 
 def test_two_seeds_aggregate_as_mean_and_sample_std(tmp_path: Path) -> None:
     # Gavel's throughputs, schedlab's mechanism and no resume overhead: their seed 27 has the
     # job near the threshold checked below
     old = {"mechanism": "schedlab", "resume_overhead_s": 0.0}
-    table = sw.shockwave_table(_settings(seeds=(26, 27), throughputs="gavel", **old),
-                               tmp_path)
-    sw.write_outputs(table, tmp_path)
+    settings = _settings(seeds=(26, 27), throughputs="gavel", **old)
+    table = _table(settings, tmp_path)
+    write_outputs(sw.KIND, settings, table, tmp_path)
     frame = _csv(tmp_path)
     assert table.reference == ("AlloX", "allox")
     for name in ("allox", "gandiva_fair"):
@@ -216,7 +243,7 @@ def test_unfair_threshold_is_the_settings(tmp_path: Path) -> None:
     themis = "gavel.finish_time_fairness"
     settings = _settings(seeds=(27,), policies=(("Themis", themis),), unfair_threshold=1.5,
                          throughputs="gavel")
-    row = sw.shockwave_table(settings, tmp_path).seed_rows[0]
+    row = _table(settings, tmp_path).seed_rows[0]
     _, rho, _ = _rho_by_hand(12, 4, 27, themis, "gavel")
     above = sum(1 for v in rho if v > 1.5)
     assert above != sum(1 for v in rho if v > 1.05)  # the threshold matters here
@@ -240,14 +267,14 @@ def test_cached_cells_are_reused_without_simulating(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = count_simulations(monkeypatch)
     settings = _settings(seeds=(25, 26))
-    first = sw.shockwave_table(settings, tmp_path)
+    first = _table(settings, tmp_path)
     assert sorted(calls) == sorted((p, s) for _, p in CHEAP for s in (25, 26))
     files = sorted((tmp_path / sw.CELLS_FOLDER).glob("*.json"))
     assert len(files) == 4
     stamps = {f: f.stat().st_mtime_ns for f in files}
 
     calls.clear()
-    again = sw.shockwave_table(settings, tmp_path)
+    again = _table(settings, tmp_path)
     assert calls == []
     assert {f: f.stat().st_mtime_ns for f in files} == stamps
     assert all(row.cached for row in again.seed_rows)
@@ -258,13 +285,13 @@ def test_cached_cells_are_reused_without_simulating(
     # an interrupted run left one cell missing: only that one is simulated again
     missing = next(f for f in files if f.name.startswith("gandiva_fair__seed26__"))
     missing.unlink()
-    sw.shockwave_table(settings, tmp_path)
+    _table(settings, tmp_path)
     assert calls == [("gandiva_fair", 26)]
 
 
 def test_a_cell_of_another_trace_is_not_reused(tmp_path: Path) -> None:
-    sw.shockwave_table(_settings(), tmp_path)
-    sw.shockwave_table(_settings(num_jobs=10), tmp_path)
+    _table(_settings(), tmp_path)
+    _table(_settings(num_jobs=10), tmp_path)
     # 2 policies x (12-job trace, 10-job trace): four distinct cell files
     assert len(list((tmp_path / sw.CELLS_FOLDER).glob("*.json"))) == 4
 
@@ -280,11 +307,11 @@ def test_a_cell_of_another_throughput_source_is_not_reused(
             for mechanism in ("gavel", "schedlab") for overhead in (0.0, 20.0)}
     assert len(keys) == 4
     calls = count_simulations(monkeypatch)
-    sw.shockwave_table(_settings(throughputs="gavel"), tmp_path)
-    table = sw.shockwave_table(_settings(), tmp_path)
+    _table(_settings(throughputs="gavel"), tmp_path)
+    table = _table(_settings(), tmp_path)
     assert calls == [(p, 25) for _, p in CHEAP] * 2
     assert not any(row.cached for row in table.seed_rows)
-    assert "shockwave-tacc throughputs" in sw.render_markdown(table)
+    assert "shockwave-tacc throughputs" in _markdown(table)
 
 
 def test_cli_throughputs_option(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -303,8 +330,8 @@ def test_cli_throughputs_option(capsys: pytest.CaptureFixture[str], tmp_path: Pa
 
 
 def test_parallel_workers_give_the_same_cells(tmp_path: Path) -> None:
-    serial = sw.shockwave_table(_settings(), tmp_path / "serial")
-    parallel = sw.shockwave_table(_settings(workers=2), tmp_path / "parallel")
+    serial = _table(_settings(), tmp_path / "serial")
+    parallel = _table(_settings(), tmp_path / "parallel", workers=2)
     assert not any(row.cached for row in parallel.seed_rows)
     for a, b in zip(serial.seed_rows, parallel.seed_rows, strict=True):
         assert (a.policy, a.seed) == (b.policy, b.seed)
@@ -316,7 +343,7 @@ def test_unknown_policy_gives_not_available_row_and_a_warning(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     settings = _settings(policies=(("Ghost", "no_such_policy"), *CHEAP))
     with caplog.at_level(logging.WARNING, logger="schedlab"):
-        table = sw.shockwave_table(settings, tmp_path)
+        table = _table(settings, tmp_path)
     assert any("no_such_policy" in r.getMessage() and r.levelno == logging.WARNING
                for r in caplog.records)
     ghost = table.policy_rows[0]
@@ -324,7 +351,7 @@ def test_unknown_policy_gives_not_available_row_and_a_warning(
     # the reference falls to the first available policy, and the header says so
     assert table.reference == ("AlloX", "allox") and not table.reference_is_shockwave
     assert table.ratio_header == "AlloX (Shockwave not available)"
-    sw.write_outputs(table, tmp_path)
+    write_outputs(sw.KIND, settings, table, tmp_path)
     markdown = (tmp_path / sw.MARKDOWN_NAME).read_text()
     assert "| Ghost |" in markdown and "not available" in markdown
     assert "AlloX (Shockwave not available)" in markdown
@@ -335,10 +362,8 @@ def test_unknown_policy_gives_not_available_row_and_a_warning(
 
 
 def test_no_available_policy_is_an_input_error(tmp_path: Path) -> None:
-    from schedlab.errors import InputError
-
     with pytest.raises(InputError, match="none of the table's policies"):
-        sw.shockwave_table(_settings(policies=(("Ghost", "no_such_policy"),)), tmp_path)
+        _table(_settings(policies=(("Ghost", "no_such_policy"),)), tmp_path)
 
 
 def test_ratio_is_undefined_for_a_zero_reference() -> None:
@@ -350,7 +375,7 @@ def test_ratio_is_undefined_for_a_zero_reference() -> None:
                     reason="the Shockwave policy is not registered yet")
 def test_ratios_are_to_shockwave_when_it_is_registered(tmp_path: Path) -> None:
     settings = _settings(policies=(("AlloX", "allox"), ("Shockwave", "shockwave")))
-    table = sw.shockwave_table(settings, tmp_path)
+    table = _table(settings, tmp_path)
     assert table.reference == ("Shockwave", "shockwave") and table.reference_is_shockwave
     rows = {row.policy: row for row in table.seed_rows}
     for key, _ in sw.METRICS:
@@ -362,7 +387,61 @@ def test_ratios_are_to_shockwave_when_it_is_registered(tmp_path: Path) -> None:
     shockwave = _by_hand(12, 4, 25, "shockwave")
     for key, value in shockwave.items():
         assert rows["shockwave"].values[key] == pytest.approx(value, rel=REL)
-    assert "Shockwave not available" not in sw.render_markdown(table)
+    assert "Shockwave not available" not in _markdown(table)
+
+
+# ------------------------------------------------------------------------- the shipped spec
+
+
+def test_shipped_spec_is_the_table_and_its_quick_variant_the_quick_table() -> None:
+    """The default document is TableSettings(), its cells those of the old cells_count (every
+    policy registered); `quick` expands to exactly the cells of quick_settings()."""
+    full = plan_experiment(shipped_experiment("shockwave"))
+    assert full.settings == sw.TableSettings()
+    assert len(full.cells) == len(full.settings.seeds) * len(full.settings.policies) == 24
+    quick = plan_experiment(shipped_experiment("shockwave", variants=["quick"]))
+    assert quick.settings == sw.quick_settings()
+    expected = sorted(cell.file_name for cell in sw.plan_cells(sw.quick_settings()))
+    assert sorted(cell.file_name for cell in quick.cells) == expected and len(expected) == 4
+
+
+@pytest.mark.parametrize(("override", "field"), [
+    ("workloads[0].params.num_jobs=0", "workloads[0].params.num_jobs"),
+    ("workloads[0].params.gpus=2.5", "workloads[0].params.gpus"),
+    ("workloads[0].params.throughputs=tacc", "workloads[0].params.throughputs"),
+    ("workloads[0].params.jobs=12", "workloads[0].params.jobs"),
+    ("workloads[0].generator=titan.paper", "workloads[0].generator"),
+    ("simulator.mechanism=ours", "simulator.mechanism"),
+    ("simulator.resume_overhead_s=-1", "simulator.resume_overhead_s"),
+    ("simulator.round_s=0", "simulator.round_s"),
+    ("settings.unfair_threshold=x", "settings.unfair_threshold"),
+    ("settings.workers=2", "settings.workers"),
+    ("policies[1].name=no_such_policy", "policies[1].name"),
+    ("policies[1].name=shockwave", "policies[1].name"),
+    ("policies[0].options={alpha: 1}", "policies[0].options"),
+    ("policies=[]", "policies"),
+    ("seeds=[]", "seeds"),
+])
+def test_a_bad_spec_field_is_one_input_error_naming_its_path(override: str, field: str
+                                                             ) -> None:
+    spec = shipped_experiment("shockwave", overrides=[override], variants=["quick"])
+    with pytest.raises(InputError) as caught:
+        plan_experiment(spec)
+    assert caught.value.field == field, str(caught.value)
+
+
+def test_spec_policies_without_labels_get_the_tables_labels() -> None:
+    """What `--policies A,B` becomes: rows by name, labelled as select_policies labels them."""
+    spec = shipped_experiment("shockwave", variants=["quick"], overrides=[
+        "policies=[{name: gavel.max_min_fairness}, {name: fifo}, {name: shockwave}]",
+        "workloads[0].params.throughputs=gavel", "simulator.mechanism=schedlab",
+        "simulator.resume_overhead_s=0", "seeds=[26, 27]"])
+    settings = sw.settings_from_spec(spec)
+    assert settings.policies == sw.select_policies(["gavel.max_min_fairness", "fifo",
+                                                    "shockwave"])
+    assert settings == replace(sw.quick_settings(), policies=settings.policies,
+                               throughputs="gavel", mechanism="schedlab",
+                               resume_overhead_s=0.0, seeds=(26, 27))
 
 
 # ------------------------------------------------------------- the paper's claims, in direction
@@ -375,8 +454,9 @@ def published_trace(tmp_path_factory: pytest.TempPathFactory) -> pd.DataFrame:
     Gavel and AlloX: the mean rows, by label (~30-60 s, the Shockwave row)."""
     folder = tmp_path_factory.mktemp("published")
     chosen = tuple(pair for pair in sw.POLICIES if pair[1] in sw.QUICK_POLICY_NAMES)
-    table = sw.shockwave_table(sw.TableSettings(seeds=(25,), policies=chosen), folder)
-    sw.write_outputs(table, folder)
+    settings = sw.TableSettings(seeds=(25,), policies=chosen)
+    table = _table(settings, folder)
+    write_outputs(sw.KIND, settings, table, folder)
     frame = _csv(folder)
     return frame[frame["stat"] == "mean"].set_index("label")
 

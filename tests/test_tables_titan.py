@@ -16,7 +16,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from schedlab.analysis.experiments.runner import compute_table, write_outputs
 from schedlab.analysis.tables import titan as tt
+from schedlab.analysis.tables.cells import read_cell_json
 from schedlab.cli import main
 from schedlab.policies.registry import get_policy
 from schedlab.simulator.elastic import simulate_elastic
@@ -111,12 +113,13 @@ def test_quick_ratios_are_values_over_srtf(quick_run: tuple[int, Path, str]) -> 
 def _settings(**changes: Any) -> tt.TableSettings:
     """The generated quick workload (seeds vary it), the two cheap policies."""
     return replace(tt.quick_settings(**tt.generated_quick_overrides()),
-                   **{"policies": CHEAP, "workers": 1, **changes})
+                   **{"policies": CHEAP, **changes})
 
 
 def test_two_seeds_aggregate_as_mean_and_sample_std(tmp_path: Path) -> None:
-    table = tt.titan_table(_settings(seeds=(3, 4), densities=(1.0,)), tmp_path)
-    tt.write_outputs(table, tmp_path)
+    settings = _settings(seeds=(3, 4), densities=(1.0,))
+    table = compute_table(tt.KIND, settings, tmp_path)
+    write_outputs(tt.KIND, settings, table, tmp_path)
     frame = pd.read_csv(tmp_path / tt.CSV_NAME)
     for _, name, kwargs in CHEAP:
         rows = frame[frame["policy"] == name]
@@ -144,15 +147,15 @@ def test_cached_cells_are_reused_without_simulating(
 
     monkeypatch.setattr(tt, "simulate_cell", counting)
     settings = _settings(densities=(1.0,))
-    first = tt.titan_table(settings, tmp_path)
+    first = compute_table(tt.KIND, settings, tmp_path)
     assert sorted(calls) == [("srtf", 1.0, 0), ("tiresias", 1.0, 0)]
     calls.clear()
-    again = tt.titan_table(settings, tmp_path)
+    again = compute_table(tt.KIND, settings, tmp_path)
     assert calls == []
     for old, new in zip(first.rows, again.rows, strict=True):
         assert new.mean["avg_jct_s"] == pytest.approx(old.mean["avg_jct_s"], rel=REL)
     # another workload (more GPUs) is not served from these cells
-    tt.titan_table(replace(settings, gpus=20), tmp_path)
+    compute_table(tt.KIND, replace(settings, gpus=20), tmp_path)
     assert sorted(calls) == [("srtf", 1.0, 0), ("tiresias", 1.0, 0)]
 
 
@@ -205,7 +208,7 @@ def test_the_merger_fires_and_changes_finish_times(quick_run: tuple[int, Path, s
     _, folder, _ = quick_run
     cells = {}
     for path in (folder / tt.CELLS_FOLDER).glob("*.json"):
-        result = tt.read_cell(path)
+        result = read_cell_json(path, tt.CellResult.from_json)
         assert result is not None
         cells[result.policy] = result
     titan, plain = cells["titan"], cells["titan_no_merge"]

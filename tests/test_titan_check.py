@@ -11,11 +11,11 @@ import pytest
 
 import schedlab
 from schedlab.check import check
-from schedlab.formulations.titan.hierarchy import label_sets, task_similarity
 from schedlab.formulations.titan.merge import DEFAULT_SIMILARITY_THRESHOLD
 from schedlab.formulations.titan.round_ilp import RoundIlp
 from schedlab.instance import instance_from_dict
 from schedlab.solution import InstanceRef, ScheduleEntry, Solution, Status
+from schedlab.world.concept_hierarchy import label_sets, task_similarity
 
 LABEL_SETS = ["cifar10", "cifar100", "fashion_mnist", "cat_vs_dog", "imagenette", "ag_news",
               "yahoo_answers", "food101"]

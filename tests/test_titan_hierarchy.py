@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from schedlab.errors import InputError
-from schedlab.formulations.titan import hierarchy
-from schedlab.formulations.titan.hierarchy import (
+from schedlab.world import concept_hierarchy as hierarchy
+from schedlab.world.concept_hierarchy import (
     ConceptHierarchy,
     HypernymGraph,
     MappingRow,

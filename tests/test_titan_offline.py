@@ -14,12 +14,12 @@ import pytest
 import schedlab
 from schedlab.check import check
 from schedlab.formulations.titan.examples import case_document, round_document
-from schedlab.formulations.titan.hierarchy import task_similarity
 from schedlab.formulations.titan.merge import DEFAULT_SIMILARITY_THRESHOLD, explain_pair
 from schedlab.formulations.titan.offline import MergeOffline
 from schedlab.instance import instance_from_dict, load_instance
 from schedlab.solution import Status
 from schedlab.solvers import SolverOptions
+from schedlab.world.concept_hierarchy import task_similarity
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances" / "titan"
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from schedlab.formulations.titan.hierarchy import label_sets
 from schedlab.formulations.titan.merge import BENEFIT_THRESHOLD, MergeRule
 from schedlab.instance import Instance, instance_from_dict
 from schedlab.policies.elastic_state import ElasticState, Grant
@@ -17,6 +16,7 @@ from schedlab.policies.titan import Titan
 from schedlab.simulator.elastic import simulate_elastic
 from schedlab.solvers.faults import failing_highs
 from schedlab.workloads.titan import generate_titan_instance
+from schedlab.world.concept_hierarchy import label_sets
 
 REL = 1e-9
 #: ViT-B's measured V100 load (TitanSched vit_context_switch.csv), 12 layers, 30 s checkpoint

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from schedlab.errors import InputError
-from schedlab.formulations.titan.hierarchy import label_sets
 from schedlab.instance import load_instance
 from schedlab.workloads.titan import (
     BASE_MODELS,
@@ -23,6 +22,7 @@ from schedlab.workloads.titan import (
     size_classes,
     write_example_instances,
 )
+from schedlab.world.concept_hierarchy import label_sets
 
 REL = 1e-9
 EXAMPLES = Path(__file__).resolve().parent.parent / "instances" / "titan"

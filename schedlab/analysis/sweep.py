@@ -20,6 +20,7 @@ standard deviation over seeds.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import logging
@@ -36,10 +37,9 @@ import pandas as pd
 
 from schedlab.analysis import metrics
 from schedlab.atomic import atomic_path
-from schedlab.claims import ClaimQueue, claim_file, drain_in_process, drain_on_pool
+from schedlab.claims import claim_file
 from schedlab.errors import InputError
 from schedlab.instance import Instance
-from schedlab.orphans import process_pool
 from schedlab.workloads.instance_jobs import InstanceFile
 
 log = logging.getLogger(__name__)
@@ -319,14 +319,6 @@ def simulate_run(spec: RunSpec, *, instance: Instance | None = None,
     )
 
 
-def _execute(spec: RunSpec, out_dir: str, fmt: str, runner: Runner) -> tuple[str, float]:
-    """Run one spec and write its result file; returns (path, wall seconds).  In a worker."""
-    frame, wall = run_one(spec, runner)
-    path = Path(out_dir) / f"{spec.key}.{fmt}"
-    write_frame_atomic(frame, path)
-    return str(path), wall
-
-
 def run_one(spec: RunSpec, runner: Runner = simulate_run) -> tuple[pd.DataFrame, float]:
     """Run one spec; returns (its result table, wall seconds).  The table is what the run's
     result file holds: the per-job rows plus the run-level columns (module docstring)."""
@@ -429,83 +421,59 @@ def run_sweep(
     progress: bool = True,
     runner: Runner = simulate_run,
     description: str = "simulating",
+    backend: str = "local",
+    address: str | None = None,
 ) -> SweepReport:
     """Run every spec whose result file is not in ``out_dir`` yet; one file per run.
 
-    ``workers`` > 1 runs simulations in a process pool whose workers die with this process
-    (:func:`schedlab.orphans.process_pool`; ``runner`` must then be a module-level
-    function); 1 runs them in this process.  Each run is claimed just before it starts
+    The runs go through the experiment runner's engine
+    (:func:`~schedlab.analysis.experiments.runner.run_cached`), as every paper table's
+    cells: ``backend`` ``local`` runs them in this process (``workers`` 1) or in a process
+    pool whose workers die with this process, ``ray`` as Ray tasks (``address``: an existing
+    cluster; default a local Ray with ``workers`` CPUs); ``runner`` must then be a
+    module-level function.  This process writes each result file as its run finishes, so
+    both backends write the same files.  Each run is claimed just before it starts
     (:mod:`schedlab.claims`: ``<key>.claim`` in ``out_dir``, removed once its file is
     written), so several sweeps into one folder share the runs; a run claimed by a live other
-    runner is waited for at the end and counts as found (``skipped``).  A rich progress bar
-    goes to stderr when ``progress``.  On Ctrl-C the runs not started are cancelled, running
-    ones stop (they receive the interrupt too), finished files stay, the claims of
-    unfinished runs are removed, and :class:`KeyboardInterrupt` is raised again; a rerun
-    resumes.  A run that raises stops the sweep the same way and re-raises its error.
+    runner is waited for and counts as found (``skipped``).  A progress bar goes to stderr
+    when ``progress``.  On Ctrl-C the runs not started are cancelled, finished files stay,
+    the claims of unfinished runs are removed, and :class:`KeyboardInterrupt` is raised
+    again; a rerun resumes.  A run that raises stops the sweep the same way and re-raises
+    its error.
     """
+    from schedlab.analysis.experiments.runner import run_cached
+
     if workers < 1:
         raise InputError(f"workers must be >= 1, got {workers}", field="--workers")
     report, pending, suffix = prepare_sweep(specs, out_dir, fmt)
     if not pending:
         return report
     folder = report.out_dir
-
     bar = progress_bar(progress)
     task = bar.add_task(description, total=len(specs), completed=len(report.skipped))
 
-    def finished(spec: RunSpec, path: str, wall: float) -> None:
-        report.ran.append(spec)
-        report.files[spec.key] = Path(path)
-        bar.advance(task)
+    def store(spec: RunSpec, done: tuple[pd.DataFrame, float]) -> Path:
+        frame, wall = done
+        path = folder / f"{spec.key}.{suffix}"
+        write_frame_atomic(frame, path)
         log.debug("%s done in %.2f s -> %s", spec.key, wall, path)
+        return path
 
-    def found(spec: RunSpec, path: Path) -> None:
-        report.skipped.append(spec)
-        report.files[spec.key] = path
+    def on_run(spec: RunSpec, how: str) -> None:
+        (report.ran if how == "computed" else report.skipped).append(spec)
         bar.advance(task)
-        log.info("%s was computed by another runner -> %s", spec.key, path)
+        if how == "elsewhere":
+            log.info("%s was computed by another runner", spec.key)
 
-    queue: ClaimQueue[RunSpec, Path] = ClaimQueue(
-        pending, claim_path=lambda spec: claim_file(folder / spec.key),
-        done=lambda spec: existing_result(folder, spec), found=found,
-        describe=lambda spec: spec.key)
-    try:
-        if workers == 1 or len(pending) == 1:
-            with bar:
-                drain_in_process(queue,
-                                 lambda spec: _execute(spec, str(folder), suffix, runner),
-                                 lambda spec, done: finished(spec, *done))
-        else:
-            _run_pool(queue, min(workers, len(pending)), bar, finished,
-                      (str(folder), suffix, runner))
-    finally:
-        queue.release_all()  # the claims of runs not finished: other runners may take them
+    with bar:
+        files = run_cached(
+            pending, compute=functools.partial(run_one, runner=runner),
+            key=lambda spec: spec.key, describe=lambda spec: spec.key,
+            find=lambda spec: existing_result(folder, spec), store=store,
+            claim_path=lambda spec: claim_file(folder / spec.key), backend=backend,
+            workers=workers, address=address, on_cell=on_run)
+    report.files.update({str(k): v for k, v in files.items()})
     return report
-
-
-def _run_pool(queue: ClaimQueue[RunSpec, Path], workers: int, bar: Any,
-              finished: Callable[[RunSpec, str, float], None],
-              options: tuple[str, str, Runner]) -> None:
-    """Run the queue's runs in a pool of ``workers`` processes, at most ``workers`` claimed at
-    a time (a second runner into the folder takes the others); ``options`` are
-    :func:`_execute`'s (folder, suffix, runner)."""
-    executor = process_pool(workers)
-    clean = False
-    try:
-        # Start the workers (the fork start method forks them all at the first submit)
-        # before the progress thread starts.
-        executor.submit(int)
-        with bar:
-            drain_on_pool(
-                queue, executor, workers,
-                submit=lambda pool, spec: pool.submit(_execute, spec, *options),
-                finished=lambda spec, done: finished(spec, *done))
-        clean = True
-    finally:
-        if not clean:
-            log.warning("stopping: cancelled the runs not started; waiting for the running "
-                        "simulations to stop")
-        executor.shutdown(wait=True, cancel_futures=True)
 
 
 def prepare_sweep(specs: Sequence[RunSpec], out_dir: str | Path, fmt: ResultFormat = "auto"

@@ -27,7 +27,7 @@ import numpy.typing as npt
 from schedlab.instance import Cluster
 
 if TYPE_CHECKING:
-    from schedlab.simulator.shockwave_steps import ShockwaveSteps
+    from schedlab.policies.shockwave_steps_state import ShockwaveSteps
 
 #: ``ActiveArrays.last_round`` of a job that has not run.
 NEVER_RAN = -(2**62)
@@ -53,7 +53,7 @@ class JobState:
     type_speed: dict[str, float] | None = None  # epochs run k times as fast as on the fastest
     throughput_version: int = 0  # increases whenever ``throughput`` changes
     # Shockwave's simulator's rule for the job (jobs of a Shockwave trace): the simulator
-    # counts the job in steps with it under mechanism="gavel" (shockwave_steps.py)
+    # counts the job in steps with it under mechanism="gavel" (simulator/shockwave_steps.py)
     shockwave_steps: ShockwaveSteps | None = None
     # progress ---------------------------------------------------------------------------
     steps_done: float = 0.0

@@ -1,14 +1,15 @@
 """Profiling: how long a job takes, and how much memory it needs, per parallelism technique.
 
-- :mod:`schedlab.profiler.parallelism`: Saturn's technique template
+- :mod:`schedlab.world.parallelism` (re-exported here): Saturn's technique template
   (:class:`ParallelismTechnique` with ``estimate`` and ``run``), the built-in techniques
   (``single``, ``ddp``, ``fsdp``, ``pipeline``, ``spilling``) with an analytic cost model, and
-  :func:`estimate_configs`, which fills an instance's ``Job.configs``.
+  :func:`estimate_configs`, which fills an instance's ``Job.configs``.  It lives in the world
+  layer (docs/architecture.md) because the Saturn workload generator reads it too.
 
 torch is optional: nothing here imports it at module import time.  See docs/parallelism.md.
 """
 
-from schedlab.profiler.parallelism import (
+from schedlab.world.parallelism import (
     ADAM_MIXED_PRECISION_BYTES,
     DEFAULT_GPU_COUNTS,
     GB,

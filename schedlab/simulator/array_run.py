@@ -48,6 +48,7 @@ import numpy as np
 import numpy.typing as npt
 
 from schedlab.instance import Cluster
+from schedlab.placement import PoolPlacer, cluster_placers, ids_mask, mask_ids
 from schedlab.policies.base import Policy
 from schedlab.policies.state import (
     NEVER_RAN,
@@ -70,7 +71,6 @@ from schedlab.simulator.engine import (
     _Sinks,
     close_run,
 )
-from schedlab.simulator.placement import PoolPlacer, cluster_placers, ids_mask, mask_ids
 from schedlab.simulator.result import JobRecord, RoundRecord, RunRecord, SimulationResult
 
 log = logging.getLogger(__name__)
@@ -259,7 +259,7 @@ def _plan_groups(
 
 
 class _Placement:
-    """Placement (:class:`~schedlab.simulator.placement.PoolPlacer`) of a round's checked
+    """Placement (:class:`~schedlab.placement.PoolPlacer`) of a round's checked
     slot groups: the sticky step decided without a walk over every gang.
 
     Gangs placed on a type in one round hold disjoint masks, each of its gang's size.  The

@@ -29,7 +29,7 @@ steps its ``scheduling_time_interval``):
         grants = policy.plan(ElasticState at t)          [(members, GPUs), ...]
         check the grants                                  InvalidDecisionError
         a grant of two unmerged tasks merges them into a new unit
-        choose GPU ids (nodes of gpus_per_node; sticky, then packed: placement.py)
+        choose GPU ids (nodes of gpus_per_node; sticky, then packed: schedlab/placement.py)
         advance every granted unit through [t, t + L)
         t = t + L
 
@@ -78,6 +78,7 @@ from schedlab.formulations.titan.merge import MergeRule
 from schedlab.formulations.titan.speed import duration
 from schedlab.formulations.titan.tasks import TitanTask, titan_tasks
 from schedlab.instance import Cluster, Instance
+from schedlab.placement import PoolPlacer, gpus_per_node
 from schedlab.policies.elastic_state import (
     ElasticPolicy,
     ElasticState,
@@ -86,7 +87,6 @@ from schedlab.policies.elastic_state import (
     UnitState,
 )
 from schedlab.simulator.engine import InvalidDecisionError, SimulationStalledError
-from schedlab.simulator.placement import PoolPlacer, gpus_per_node
 from schedlab.simulator.result import JobRecord, RoundRecord, RunRecord, SimulationResult
 from schedlab.simulator.switch import SwitchModel
 

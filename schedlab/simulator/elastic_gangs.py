@@ -23,11 +23,11 @@ tasks' JobStates in finish order.
 from __future__ import annotations
 
 from schedlab.formulations.titan.speed import duration
+from schedlab.placement import mask_ids
 from schedlab.policies.base import Policy
 from schedlab.policies.elastic_state import ElasticState, Grant, UnitState
 from schedlab.policies.state import ClusterState, JobState
 from schedlab.simulator.engine import InvalidDecisionError
-from schedlab.simulator.placement import mask_ids
 
 
 class FixedGangs:

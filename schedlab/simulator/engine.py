@@ -11,7 +11,7 @@ call of :func:`simulate` runs one policy over one workload:
         no active job:  t = next arrival (idle jump), continue  (or stop when none is left)
         plan = policy.decide(ClusterState at t)                 (decision)
         check the plan                                          (InvalidDecisionError)
-        choose GPU ids per type                                 (placement, placement.py)
+        choose GPU ids per type                                 (schedlab/placement.py)
         advance every placed job through the round [t, t + L)   (progress, exact finishes)
         t = end of the round
 
@@ -93,7 +93,15 @@ import numpy as np
 from schedlab.defaults import ROUND_S
 from schedlab.errors import InputError, SchedlabError
 from schedlab.instance import Cluster, Instance
+from schedlab.placement import (
+    PoolPlacer,
+    cluster_placers,
+    ids_mask,
+    lowest_bits,
+    mask_ids,
+)
 from schedlab.policies.base import Policy
+from schedlab.policies.shockwave_steps_state import from_profile, model_of
 from schedlab.policies.state import (
     NEVER_RAN,
     ActiveArrays,
@@ -101,21 +109,8 @@ from schedlab.policies.state import (
     ClusterState,
     JobState,
 )
-from schedlab.simulator.placement import (
-    PoolPlacer,
-    cluster_placers,
-    ids_mask,
-    lowest_bits,
-    mask_ids,
-)
 from schedlab.simulator.result import JobRecord, RoundRecord, RunRecord, SimulationResult
-from schedlab.simulator.shockwave_steps import (
-    after_failed_run,
-    after_run,
-    count_in_steps,
-    from_profile,
-    model_of,
-)
+from schedlab.simulator.shockwave_steps import after_failed_run, after_run, count_in_steps
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from schedlab.simulator.placement import mask_ids
+from schedlab.placement import mask_ids
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -33,7 +33,7 @@ choice).
 
 **Switch costs.**  Each job carries its model's parameter memory ``model_memory_gb`` and
 ``switch_seconds`` {type: sigma[j,k]} from the chosen switch model of
-:mod:`schedlab.formulations.hare.switching` (default ``"hare"``: resident models, milliseconds;
+:mod:`schedlab.world.hare_switching` (default ``"hare"``: resident models, milliseconds;
 ``"pipelined"``; ``"default"``: cold restarts, seconds; ``None``: no switch costs).
 
 **Size.**  With the defaults a job needs on average 6 x 3.75 x 27.9 s ~ 630 V100-seconds of
@@ -57,16 +57,16 @@ import numpy as np
 
 from schedlab.atomic import write_bytes_atomic
 from schedlab.errors import InputError
-from schedlab.formulations.hare.switching import (
+from schedlab.instance import INSTANCE_SCHEMA, MAX_JOBS, Instance, instance_from_dict
+from schedlab.workloads.precision import stated
+from schedlab.workloads.throughputs import load_gavel_throughputs
+from schedlab.world.hare_switching import (
     GPU_MEMORY_GB,
     MODEL_MEMORY_GB,
     SwitchKind,
     switch_model,
     switch_seconds_for,
 )
-from schedlab.instance import INSTANCE_SCHEMA, MAX_JOBS, Instance, instance_from_dict
-from schedlab.workloads.precision import stated
-from schedlab.workloads.throughputs import load_gavel_throughputs
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,8 @@ import numpy as np
 
 from schedlab.errors import InputError
 from schedlab.instance import INSTANCE_SCHEMA, Instance, instance_from_dict, write_json_atomic
-from schedlab.profiler.parallelism import (
+from schedlab.workloads.gavel import compact_instance_dict
+from schedlab.world.parallelism import (
     DEFAULT_GPU_COUNTS,
     GpuSpec,
     JobSpec,
@@ -42,8 +43,7 @@ from schedlab.profiler.parallelism import (
     get_gpu,
     get_model,
 )
-from schedlab.profiler.scaling import ScalingProfile, configs_for
-from schedlab.workloads.gavel import compact_instance_dict
+from schedlab.world.scaling import ScalingProfile, configs_for
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ def model_selection_instance(
             :func:`with_execution_truth`; ``runtime_seed`` None = ``seed``).  Unlike ``noise``,
             which changes the estimates every planner sees, these leave the estimates alone.
         scaling: runtimes from the analytic cost model (``"analytic"``, the default), from
-            published multi-GPU speed-ups (``"published"``, :mod:`schedlab.profiler.scaling`,
+            published multi-GPU speed-ups (``"published"``, :mod:`schedlab.world.scaling`,
             docs/saturn-calibration.md) or from a given :class:`ScalingProfile`.
     """
     nodes = _check_count(nodes, "nodes")
@@ -176,6 +176,8 @@ def model_selection_instance(
             "schedlab.profiler.estimate_configs (analytic cost model, docs/parallelism.md)"
             + ("" if scaling == "analytic" else
                f"; runtimes calibrated to {_scaling_label(scaling)} multi-GPU speed-ups "
+               # the module's name before it moved to schedlab.world.scaling, kept so that
+               # generated instance files do not change
                "(schedlab.profiler.scaling, docs/saturn-calibration.md)")
             + "; the learning rate does not change the estimated runtime"
             + (f"; runtimes x exp({noise:g} z), z ~ N(0,1), seed {seed}" if noise > 0 else "")

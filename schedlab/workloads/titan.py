@@ -8,7 +8,7 @@ deviates (docs/workloads.md, "Titan").
 
 **A task** fine-tunes a base model (:data:`BASE_MODELS`: ViT-B/L-like and RoBERTa-base/large-
 like) on a dataset whose class labels are one of the label sets of the shipped concept
-hierarchy (:func:`schedlab.formulations.titan.hierarchy.label_sets`).  Per task, in order:
+hierarchy (:func:`schedlab.world.concept_hierarchy.label_sets`).  Per task, in order:
 
 1. **base model**: the ``model`` argument, or for ``"mixed"`` a draw from :data:`MODEL_MIX`
    (weights proportional to the code's per-model trace sizes: ViT-B 320, ViT-L 160,
@@ -241,7 +241,7 @@ def throughput(model: str, gradient_steps: int) -> dict[int, float]:
 def label_set_classes(name: str) -> list[str]:
     """The class labels of the hierarchy's label set ``name`` (an InputError naming the known
     sets when it is not shipped)."""
-    from schedlab.formulations.titan.hierarchy import label_sets
+    from schedlab.world.concept_hierarchy import label_sets
 
     sets = label_sets()
     if name not in sets:

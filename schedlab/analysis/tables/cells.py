@@ -1,11 +1,11 @@
-"""What every paper table shares: cached cells, run in a process pool, and their statistics.
+"""What every paper table's cells share: the code digest in their keys, file-safe names,
+their JSON files, and the statistics over seeds.
 
 A table is a grid of *cells* (one simulation or solve each: a seed, a policy, ...).  Each
 finished cell is written atomically as a JSON file whose name carries a digest of everything
-its result depends on (:func:`code_digest` among them), so a re-run reuses it and an interrupted
-table resumes where it stopped.  :func:`run_cached` does that for any cell type, claiming each
-cell before computing it so that two runs into one folder share the cells
-(:mod:`schedlab.claims`); the table modules supply how to run, read and name a cell.
+its result depends on (:func:`code_digest` among them), so a re-run reuses it and an
+interrupted table resumes where it stopped; the experiment runner
+(:mod:`schedlab.analysis.experiments.runner`) does the running and the caching.
 """
 
 from __future__ import annotations
@@ -16,17 +16,13 @@ import json
 import logging
 import math
 import re
-import stat
 from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
-import pandas as pd
 
-from schedlab.atomic import atomic_path, write_bytes_atomic
-from schedlab.claims import ClaimQueue, claim_file, drain_in_process, drain_on_pool
-from schedlab.orphans import process_pool
+from schedlab.atomic import write_bytes_atomic
 
 log = logging.getLogger(__name__)
 
@@ -46,15 +42,15 @@ KeyT = TypeVar("KeyT", bound=Hashable)
 @functools.cache
 def code_digest() -> str:
     """sha256 of the source of every ``schedlab`` module a cell runs: all ``*.py`` files of the
-    package except ``schedlab/analysis/`` and ``schedlab/cli.py`` (computed once per
-    process), so a cached cell is never reused after that code changed."""
+    package except ``schedlab/analysis/`` and the command line ``schedlab/cli/`` (computed once
+    per process), so a cached cell is never reused after that code changed."""
     import schedlab
 
     root = Path(schedlab.__file__).resolve().parent
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         relative = path.relative_to(root).as_posix()
-        if relative.startswith("analysis/") or relative == "cli.py":
+        if relative.startswith(("analysis/", "cli/")):
             continue
         digest.update(relative.encode())
         digest.update(path.read_bytes())
@@ -98,101 +94,4 @@ def ratio(value: float, reference: float) -> float:
     return value / reference
 
 
-def run_cached(cells: Sequence[CellT], folder: Path, *,
-               run: Callable[[CellT, str], ResultT],
-               read: Callable[[Path], ResultT | None],
-               key: Callable[[CellT], KeyT],
-               describe: Callable[[CellT], str],
-               workers: int = 1,
-               on_cell: Callable[[str], None] | None = None) -> dict[KeyT, ResultT]:
-    """Every cell's result by ``key(cell)``: read from ``folder`` when its file is there and
-    readable (``read`` returns None otherwise), else computed by ``run(cell, folder)`` (which
-    writes the file; a module-level function, since ``workers`` > 1 runs it in a process
-    pool whose workers die with this process, :func:`schedlab.orphans.process_pool`).
-
-    A cell is claimed just before it is computed (:mod:`schedlab.claims`:
-    ``<file>.claim``, removed once the file is written), so two tables run into one folder
-    share the cells; a cell claimed by a live other runner is waited for (read once its
-    file appears).  ``on_cell(description)`` is called once per cell, cached or computed.
-    On an interrupt or an error the cells not started are cancelled, finished files stay,
-    the claims of unfinished cells are removed, and the exception is raised again.
-    """
-    notify = on_cell or (lambda _: None)
-    folder.mkdir(parents=True, exist_ok=True)
-    unreadable: dict[Path, int] = {}  # files read as None, by mtime: not read (or warned) again
-
-    def done(cell: CellT) -> ResultT | None:
-        path = folder / cell.file_name
-        try:
-            status = path.stat()
-        except OSError:
-            return None
-        stamp = status.st_mtime_ns
-        if not stat.S_ISREG(status.st_mode) or unreadable.get(path) == stamp:
-            return None
-        result = read(path)
-        if result is None:
-            unreadable[path] = stamp
-        return result
-
-    results: dict[KeyT, ResultT] = {}
-    pending: list[CellT] = []
-    for cell in cells:
-        found = done(cell)
-        if found is not None:
-            results[key(cell)] = found
-            notify(f"{describe(cell)} (cached)")
-        else:
-            pending.append(cell)
-    if results:
-        log.info("%d of %d cells reused from %s", len(results), len(cells), folder)
-
-    def found_elsewhere(cell: CellT, result: ResultT) -> None:
-        results[key(cell)] = result
-        notify(f"{describe(cell)} (computed by another runner)")
-
-    def finished(cell: CellT, result: ResultT) -> None:
-        results[key(cell)] = result
-        notify(describe(cell))
-
-    queue: ClaimQueue[CellT, ResultT] = ClaimQueue(
-        pending, claim_path=lambda cell: claim_file(folder / cell.file_name), done=done,
-        found=found_elsewhere, describe=describe)
-    try:
-        if workers == 1 or len(pending) <= 1:
-            drain_in_process(queue, lambda cell: run(cell, str(folder)), finished)
-        else:
-            _run_pool(queue, min(workers, len(pending)), run, str(folder), finished)
-    finally:
-        queue.release_all()  # the claims of cells not finished: other runners may take them
-    return results
-
-
-def _run_pool(queue: ClaimQueue[CellT, ResultT], workers: int,
-              run: Callable[[CellT, str], ResultT], folder: str,
-              finished: Callable[[CellT, ResultT], None]) -> None:
-    """Compute the queue's cells in a pool of ``workers`` processes, at most ``workers``
-    claimed at a time (a second runner into the folder takes the others)."""
-    executor = process_pool(workers)
-    try:
-        drain_on_pool(queue, executor, workers,
-                      submit=lambda pool, cell: pool.submit(run, cell, folder),
-                      finished=finished)
-    finally:
-        executor.shutdown(wait=True, cancel_futures=True)
-
-
-def write_markdown_and_csv(folder: Path, markdown_name: str, markdown: str, csv_name: str,
-                           frame: pd.DataFrame) -> list[Path]:
-    """Write a table's Markdown text and CSV frame into ``folder`` (created), atomically;
-    returns the two paths."""
-    folder.mkdir(parents=True, exist_ok=True)
-    markdown_path = folder / markdown_name
-    write_bytes_atomic(markdown_path, markdown.encode())
-    csv_path = folder / csv_name
-    with atomic_path(csv_path, suffix=".csv") as tmp:
-        frame.to_csv(tmp, index=False)
-    return [markdown_path, csv_path]
-
-
-__all__ = ["code_digest", "file_safe", "mean_std", "ratio", "run_cached", "write_markdown_and_csv"]
+__all__ = ["code_digest", "file_safe", "mean_std", "ratio", "read_cell_json", "write_cell_json"]

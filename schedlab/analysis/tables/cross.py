@@ -37,6 +37,10 @@ solver seconds per decision (Hare: its LP and greedy seconds, one decision).  Ea
 the mean and sample std over the seeds.  The heat map colours each policy's mean average JCT
 divided by the best policy's on that workload.
 
+**Spec.**  The table is the experiment ``schedlab/analysis/experiments/cross.yaml`` (variant
+``quick``; :func:`settings_from_spec` reads it) run by
+:mod:`schedlab.analysis.experiments.runner` through :data:`KIND`.
+
 **Cache.**  Each cell is written atomically as ``cells/<policy>__<workload>__seed<s>__<key>
 .json`` (per-job records, run-level numbers, or the reason it could not run) and reused by a
 re-run; ``key`` digests the (converted) instance, the policy, how it runs, the code.
@@ -44,13 +48,12 @@ re-run; ``key`` digests the (converted) instance, the policy, how it runs, the c
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -60,15 +63,9 @@ import pandas as pd
 
 from schedlab.analysis import cross_workloads as cw
 from schedlab.analysis import metrics
-from schedlab.analysis.tables import output
-from schedlab.analysis.tables.cells import (
-    code_digest,
-    file_safe,
-    mean_std,
-    read_cell_json,
-    run_cached,
-    write_cell_json,
-)
+from schedlab.analysis.experiments.kind import TableKind
+from schedlab.analysis.experiments.spec import Experiment, FieldReader
+from schedlab.analysis.tables.cells import code_digest, file_safe, mean_std
 from schedlab.analysis.tables.output import Block, Document, Heading, pm
 from schedlab.errors import InputError, SchedlabError
 from schedlab.instance import Instance
@@ -115,8 +112,7 @@ class TableSettings:
     fine-tuning (a multiple of 4), Gavel's arrivals at ``jobs_per_hour``, ``seeds``,
     ``policies`` (None: every registered one and Hare's planner), Hare's LP grid ``lp_eps``
     and rounds cap ``hare_max_rounds``, ``round_s`` {workload: round length, s} overriding a
-    generator's (Gavel's 360 s, Shockwave's and Titan's 120 s), ``workers`` cells at once in
-    local processes."""
+    generator's (Gavel's 360 s, Shockwave's and Titan's 120 s)."""
 
     jobs: int = 16
     gpus: int = 8
@@ -129,7 +125,6 @@ class TableSettings:
     lp_eps: float = 0.25
     hare_max_rounds: int = cw.HARE_MAX_ROUNDS
     round_s: Mapping[str, float] = field(default_factory=dict)
-    workers: int = 1
 
     def policy_names(self) -> tuple[str, ...]:
         """The table's rows."""
@@ -174,8 +169,6 @@ def check_settings(settings: TableSettings) -> None:
                          field="titan_gpus")
     if not (math.isfinite(settings.jobs_per_hour) and settings.jobs_per_hour > 0):
         raise InputError("jobs_per_hour must be > 0", field="jobs_per_hour")
-    if settings.workers < 1:
-        raise InputError(f"workers must be >= 1, got {settings.workers}", field="--workers")
     if any(not (math.isfinite(v) and v > 0) for v in settings.round_s.values()):
         raise InputError("round lengths must be > 0", field="round_s")
     unknown = [w for w in settings.workloads if w not in cw.WORKLOADS]
@@ -185,6 +178,131 @@ def check_settings(settings: TableSettings) -> None:
     names = settings.policy_names()
     if not names or len(set(names)) != len(names):
         raise InputError("the table needs distinct policies", field="policies")
+
+
+#: The spec's workload generator: the four workloads of :mod:`~schedlab.analysis.
+#: cross_workloads`, sized by its parameters.
+GENERATOR = "cross.workloads"
+#: Its parameters (the table settings they set).
+PARAMS: tuple[str, ...] = ("workloads", "jobs", "gpus", "heterogeneous", "titan_gpus",
+                           "jobs_per_hour")
+#: Keys of the spec's ``settings``: Hare's planner's LP grid and rounds cap.
+SETTINGS: tuple[str, ...] = ("lp_eps", "hare_max_rounds")
+
+
+def settings_from_spec(spec: Experiment) -> TableSettings:
+    """The table's settings from an experiment spec (``cross.yaml`` shipped beside the
+    runner), checked; every mistake one :class:`~schedlab.errors.InputError` naming the
+    field path:
+
+    * one workload ``cross.workloads`` with the parameters of :data:`PARAMS`: ``workloads``
+      (names of :data:`~schedlab.analysis.cross_workloads.WORKLOADS`), ``jobs`` per
+      workload, ``gpus`` (homogeneous, dynamic), ``heterogeneous`` ({type: GPUs}),
+      ``titan_gpus`` (fine-tuning, a multiple of 4), ``jobs_per_hour`` (Gavel's arrivals);
+    * ``policies``: the rows by registered ``name`` (no label, no options); none: every
+      registered online policy and Hare's planner, by name;
+    * ``seeds``; ``simulator.round_s`` ({workload: round length, s}); ``settings.lp_eps``
+      and ``settings.hare_max_rounds``.
+    """
+    read = FieldReader(spec)
+    entry, _ = read.one_workload((GENERATOR,))
+    if entry.file is not None:
+        raise read.error("workloads[0].file", f"{GENERATOR} generates its workloads; it "
+                         "reads no workload file")
+    read.only_keys("workloads[0].params", entry.params, PARAMS)
+    read.only_keys("simulator", spec.simulator, ("round_s",))
+    read.only_keys("settings", spec.settings, SETTINGS)
+    if spec.report.reference is not None:
+        raise read.error("report.reference", "this table has no reference policy (its heat "
+                         "map divides by each workload's best)")
+    if not spec.seeds:
+        raise read.error("seeds", "the table needs at least one seed")
+    values: dict[str, Any] = {"seeds": tuple(spec.seeds), "policies": _policies_of(read, spec)}
+    where = "workloads[0].params"
+    for name, value in entry.params.items():
+        at = f"{where}.{name}"
+        if name == "workloads":
+            values[name] = _workloads_of(read, at, value)
+        elif name == "heterogeneous":
+            if not isinstance(value, Mapping) or not value:
+                raise read.error(at, "expected a mapping {accelerator type: GPUs}")
+            values[name] = {str(kind): read.number(f"{at}.{kind}", count, integer=True,
+                                                   at_least=1)
+                            for kind, count in value.items()}
+        elif name == "jobs_per_hour":
+            values[name] = read.number(at, value, positive=True)
+        elif name == "titan_gpus":
+            gpus = read.number(at, value, integer=True, at_least=4)
+            if gpus % 4:
+                raise read.error(at, f"the fine-tuning cluster is whole nodes of 4 GPUs, "
+                                 f"got {gpus}")
+            values[name] = gpus
+        else:  # jobs, gpus
+            values[name] = read.number(at, value, integer=True, at_least=1)
+    if "round_s" in spec.simulator:
+        values["round_s"] = _round_lengths(read, "simulator.round_s",
+                                           spec.simulator["round_s"])
+    if "lp_eps" in spec.settings:
+        values["lp_eps"] = read.number("settings.lp_eps", spec.settings["lp_eps"],
+                                       positive=True)
+    if "hare_max_rounds" in spec.settings:
+        values["hare_max_rounds"] = read.number(
+            "settings.hare_max_rounds", spec.settings["hare_max_rounds"], integer=True,
+            at_least=1)
+    settings = replace(TableSettings(), **values)
+    check_settings(settings)
+    return settings
+
+
+def _workloads_of(read: FieldReader, where: str, value: Any) -> tuple[str, ...]:
+    """``params.workloads``: distinct names of :data:`~schedlab.analysis.cross_workloads.
+    WORKLOADS`, in the table's column order as given."""
+    if not isinstance(value, list) or not value:
+        raise read.error(where, f"expected a non-empty list of workloads (of "
+                         f"{', '.join(cw.WORKLOADS)})")
+    for i, name in enumerate(value):
+        if name not in cw.WORKLOADS:
+            raise read.error(f"{where}[{i}]", f"unknown workload {name!r} (known: "
+                             f"{', '.join(cw.WORKLOADS)})")
+    if len(set(value)) != len(value):
+        raise read.error(where, "workloads must be distinct")
+    return tuple(value)
+
+
+def _round_lengths(read: FieldReader, where: str, value: Any) -> dict[str, float]:
+    """``simulator.round_s``: {workload: round length, s}, each > 0."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise read.error(where, "expected a mapping {workload: round length, s}")
+    read.only_keys(where, value, cw.WORKLOADS)
+    return {str(name): read.number(f"{where}.{name}", seconds, positive=True)
+            for name, seconds in value.items()}
+
+
+def _policies_of(read: FieldReader, spec: Experiment) -> tuple[str, ...]:
+    """The rows of ``policies`` by name; when the spec lists none, every registered policy
+    and Hare's planner (:func:`registered_policies`, named here so the manifest records
+    them)."""
+    known = registered_policies()
+    if not spec.policies:
+        return known
+    names = []
+    for i, entry in enumerate(spec.policies):
+        at = f"policies[{i}]"
+        if entry.options:
+            raise read.error(f"{at}.options", "the table runs each policy with its defaults "
+                             "(no options)")
+        if entry.label is not None and entry.label != entry.name:
+            raise read.error(f"{at}.label", "the table's rows are named by the policy; "
+                             "leave the label out")
+        if entry.name not in known:
+            raise read.error(f"{at}.name", f"no registered policy {entry.name!r} (known: "
+                             f"{', '.join(known)})")
+        names.append(entry.name)
+    if len(set(names)) != len(names):
+        raise read.error("policies", "the table needs distinct policies")
+    return tuple(names)
 
 
 # ------------------------------------------------------------------------ how each runs
@@ -359,7 +477,9 @@ def _cost_rank(cell: Cell) -> int:
 
 
 def plan_cells(settings: TableSettings) -> list[Cell]:
-    """Every (workload, seed, policy) cell, the slow ones first."""
+    """Every (workload, seed, policy) cell, the slow ones first (the settings are checked
+    first)."""
+    check_settings(settings)
     cells = []
     for workload in settings.workloads:
         for seed in settings.seeds:
@@ -447,30 +567,23 @@ def run_policy(cell: Cell) -> CellResult:
                       wall_s=time.perf_counter() - t0)
 
 
-def run_cell(cell: Cell, folder: str) -> CellResult:
-    """Run a cell and write its file atomically (also in a worker process)."""
-    result = run_policy(cell)
-    write_cell_json(folder, cell.file_name, result.to_json())
-    return result
+def compute_cell(cell: Cell) -> CellResult:
+    """The runner's ``compute``: :func:`run_policy` (looked up when called); the runner
+    writes the cell file."""
+    return run_policy(cell)
 
 
-def read_cell(path: Path) -> CellResult | None:
-    """A cell file's result, or None (with a warning) when it cannot be read."""
-    return read_cell_json(path, CellResult.from_json)
+def describe_cell(cell: Cell) -> str:
+    """The cell in a progress line."""
+    return f"{cell.policy} on {cell.workload}, seed {cell.seed}"
 
 
 CellKey = tuple[str, str, int]
 
 
-def run_cells(cells: Sequence[Cell], folder: Path, workers: int = 1,
-              on_cell: Callable[[str], None] | None = None) -> dict[CellKey, CellResult]:
-    """Every cell's result by (workload, policy, seed), cached in ``folder``
-    (:func:`~schedlab.analysis.tables.cells.run_cached`)."""
-    return run_cached(
-        cells, folder, run=run_cell, read=read_cell,
-        key=lambda c: (c.workload, c.policy, c.seed),
-        describe=lambda c: f"{c.policy} on {c.workload}, seed {c.seed}",
-        workers=workers, on_cell=on_cell)
+def cell_result_key(cell: Cell) -> CellKey:
+    """The key of a cell's result: (workload, policy, seed)."""
+    return (cell.workload, cell.policy, cell.seed)
 
 
 # --------------------------------------------------------------------------------- rows
@@ -547,13 +660,11 @@ def _row(workload: str, policy: str, seeds: Sequence[int],
                per_seed=per_seed, unfinished=unfinished)
 
 
-def cross_table(settings: TableSettings | None = None, out_dir: str | Path = ".",
-                on_cell: Callable[[str], None] | None = None) -> CrossTable:
-    """Compute the table (module docstring); cells cached in ``out_dir/cells/``."""
-    cfg = settings or TableSettings()
-    check_settings(cfg)
-    cfg = replace(cfg, policies=cfg.policy_names())
-    results = run_cells(plan_cells(cfg), Path(out_dir) / CELLS_FOLDER, cfg.workers, on_cell)
+def cross_table(settings: TableSettings, results: Mapping[CellKey, CellResult]
+                ) -> CrossTable:
+    """The table (module docstring) from every cell's result by (workload, policy, seed);
+    its settings name the policies (None resolved to every registered one)."""
+    cfg = replace(settings, policies=settings.policy_names())
     rows = [_row(w, p, cfg.seeds, results) for w in cfg.workloads for p in cfg.policy_names()]
     return CrossTable(settings=cfg, rows=rows)
 
@@ -632,11 +743,6 @@ def document(table: CrossTable) -> Document:
                     parts=parts)
 
 
-def render_markdown(table: CrossTable) -> str:
-    """``cross.md``: :func:`document` as Markdown."""
-    return output.render_markdown(document(table))
-
-
 def plot_heatmap(table: CrossTable, path: str | Path, dpi: int = 120) -> Path:
     """Policies x workloads, colour = mean average JCT / the best policy's on the workload
     (log scale), each cell annotated; grey with "n/a" where a policy has no value."""
@@ -677,43 +783,37 @@ def plot_heatmap(table: CrossTable, path: str | Path, dpi: int = 120) -> Path:
         plt.close(fig)
 
 
-def write_outputs(table: CrossTable, out_dir: str | Path, *,
-                  command: Sequence[str] | None = None,
-                  started: dt.datetime | None = None) -> list[Path]:
-    """Write ``cross.md``, ``.csv``, ``.tex``, the heat map and ``cross.manifest.json``
-    (each atomically; :mod:`~schedlab.analysis.tables.output`)."""
-    folder = Path(out_dir)
-    written = output.write_table_files(folder, STEM, document(table), to_frame(table))
-    written.append(plot_heatmap(table, folder / PLOT_NAME))
-    written.append(output.write_manifest(folder, STEM, written, seeds=table.settings.seeds,
-                                         settings=table.settings, command=command,
-                                         started=started))
-    return written
+def figures(table: CrossTable, folder: Path) -> list[Path]:
+    """The table's figures: ``cross_heatmap.png``."""
+    return [plot_heatmap(table, folder / PLOT_NAME)]
 
 
-def cells_count(settings: TableSettings) -> int:
-    """Cells of the table (one progress step each)."""
-    return len(settings.workloads) * len(settings.seeds) * len(settings.policy_names())
+KIND = TableKind(
+    name=STEM, settings=settings_from_spec, plan=plan_cells, compute=compute_cell,
+    dump=CellResult.to_json, load=CellResult.from_json, key=cell_result_key,
+    describe=describe_cell, reduce=cross_table, document=document, frame=to_frame,
+    figures=figures, seeds=lambda settings: settings.seeds, cells_folder=CELLS_FOLDER)
 
 
 __all__ = [
     "HARE",
+    "KIND",
     "Cell",
     "CellResult",
     "CrossTable",
     "Plan",
     "Row",
     "TableSettings",
-    "cells_count",
     "check_settings",
+    "compute_cell",
     "cross_table",
+    "figures",
     "plan_cells",
     "plan_for",
     "policy_instance",
     "quick_settings",
     "registered_policies",
-    "render_markdown",
     "run_policy",
+    "settings_from_spec",
     "workload_instance",
-    "write_outputs",
 ]

@@ -7,8 +7,8 @@ arrivals) on 36 V100 + 36 P100 + 36 K80 GPUs with 360 s rounds, sweeps the input
 0, 1, 2 (its ``EXPERIMENTS.md``: ``run_sweep_continuous.py -s 4000 -e 5000 -c 36:36:36
 -a 0.0 -b 6.0 -n 16``).  The default table keeps the cluster, the rounds, the single-GPU
 generator and the seeds, and measures far fewer jobs per run so that it runs in minutes;
-:func:`steady_state_settings` (``--steady-state``) follows Gavel's protocol for the LAS pair:
-6000 jobs per run, the average over jobs 4000-4999 in arrival order
+the ``steady_state`` variant (:func:`steady_state_settings`) follows Gavel's protocol for the
+LAS pair: 6000 jobs per run, the average over jobs 4000-4999 in arrival order
 (:attr:`TableSettings.measure`), rates of Gavel's grid up to its 6 jobs/hour.
 
 **Policy pairs** (:data:`PAIRS`, rows): each heterogeneity-aware ``gavel.*`` policy and its
@@ -35,6 +35,10 @@ A..B-1 in arrival order when :attr:`TableSettings.measure` = (A, B) is set -- an
 awareness helps); mean and sample std over seeds.  "Up to" = the largest mean ratio over
 the workloads.
 
+**Spec.**  The table is the experiment ``schedlab/analysis/experiments/gavel.yaml`` (variants
+``quick`` and ``steady_state``; :func:`settings_from_spec` reads it) run by
+:mod:`schedlab.analysis.experiments.runner` through :data:`KIND`.
+
 **Cache.**  Each cell is written atomically as ``cells/<policy>__<workload>__seed<s>__<key>
 .json`` and reused by a re-run; ``key`` digests the workload, the policy, the seed, the
 source of every ``schedlab`` module outside ``schedlab.analysis`` and the cell format.
@@ -42,13 +46,12 @@ source of every ``schedlab`` module outside ``schedlab.analysis`` and the cell f
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -56,16 +59,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from schedlab.analysis.experiments.kind import TableKind
+from schedlab.analysis.experiments.spec import Experiment, FieldReader
 from schedlab.analysis.tables import output
-from schedlab.analysis.tables.cells import (
-    code_digest,
-    file_safe,
-    mean_std,
-    ratio,
-    read_cell_json,
-    run_cached,
-    write_cell_json,
-)
+from schedlab.analysis.tables.cells import code_digest, file_safe, mean_std, ratio
 from schedlab.analysis.tables.output import Block, Document, Heading, pm
 from schedlab.errors import InputError
 from schedlab.instance import Instance
@@ -121,9 +118,9 @@ class TableSettings:
     """How the table is computed: the ``trace`` file (None: no trace column; its first
     ``trace_jobs`` jobs, None: all), ``jobs`` generated single-GPU jobs at each of ``rates``
     jobs/hour on ``cluster``, ``seeds``, the policy ``pairs`` in row order, the simulator's
-    ``round_s``, the policies run on the trace with the first seed only, ``workers`` cells
-    at once in local processes; ``measure`` = (A, B): on the generator's columns average
-    only jobs A..B-1 in arrival order (Gavel's ``-s A -e B``; None: every job)."""
+    ``round_s``, the policies run on the trace with the first seed only; ``measure`` =
+    (A, B): on the generator's columns average only jobs A..B-1 in arrival order (Gavel's
+    ``-s A -e B``; None: every job)."""
 
     trace: str | None = field(default_factory=default_trace)
     trace_jobs: int | None = None
@@ -135,7 +132,6 @@ class TableSettings:
     round_s: float = 360.0
     trace_first_seed_only: tuple[str, ...] = ("gavel.finish_time_fairness",
                                               "gavel.finish_time_fairness_agnostic")
-    workers: int = 1
     measure: tuple[int, int] | None = None
 
     @property
@@ -209,8 +205,6 @@ def check_settings(settings: TableSettings) -> None:
         raise InputError("rates must be distinct", field="--rates")
     if not (math.isfinite(settings.round_s) and settings.round_s > 0):
         raise InputError(f"round_s must be > 0, got {settings.round_s}", field="--round-s")
-    if settings.workers < 1:
-        raise InputError(f"workers must be >= 1, got {settings.workers}", field="--workers")
     if settings.measure is not None:
         first, end = settings.measure
         if not 0 <= first < end <= settings.jobs:
@@ -222,6 +216,139 @@ def check_settings(settings: TableSettings) -> None:
         raise InputError("the table needs distinct policy pairs", field="pairs")
     for name in settings.policies:
         get_policy(name)
+
+
+#: The spec's workload generator: the trace column and Gavel's continuous-single generator.
+GENERATOR = "gavel.figure8"
+#: Its parameters (the table settings they set).
+PARAMS: tuple[str, ...] = ("trace", "trace_jobs", "jobs", "rates", "cluster", "measure")
+#: A spec's policy row ``name`` runs beside ``name + AGNOSTIC``, its heterogeneity-agnostic
+#: variant.
+AGNOSTIC = "_agnostic"
+
+
+def settings_from_spec(spec: Experiment) -> TableSettings:
+    """The table's settings from an experiment spec (``gavel.yaml`` shipped beside the
+    runner), checked; every mistake one :class:`~schedlab.errors.InputError` naming the
+    field path:
+
+    * one workload ``gavel.figure8`` with the parameters of :data:`PARAMS`: ``trace`` (a
+      file, :data:`TRACE_RELATIVE` = the shipped trace; null: no trace column),
+      ``trace_jobs`` (null: all), ``jobs``, ``rates`` (jobs/hour), ``cluster`` ({type:
+      GPUs}), ``measure`` ([A, B] or null);
+    * ``policies``: one row per pair, the heterogeneity-aware ``name`` (run beside
+      ``<name>_agnostic``) and the row's ``label``, no options;
+    * ``seeds``; ``simulator.round_s``; ``settings.trace_first_seed_only`` (policy names).
+    """
+    read = FieldReader(spec)
+    entry, _ = read.one_workload((GENERATOR,))
+    if entry.file is not None:
+        raise read.error("workloads[0].file", f"{GENERATOR} reads its trace from "
+                         "params.trace, not a workload file")
+    read.only_keys("workloads[0].params", entry.params, PARAMS)
+    read.only_keys("simulator", spec.simulator, ("round_s",))
+    read.only_keys("settings", spec.settings, ("trace_first_seed_only",))
+    if spec.report.reference is not None:
+        raise read.error("report.reference", "this table has no reference policy (its ratios "
+                         "are agnostic / aware of each pair)")
+    values: dict[str, Any] = {"seeds": tuple(spec.seeds), "pairs": _pairs_of(read, spec)}
+    if not spec.seeds:
+        raise read.error("seeds", "the table needs at least one seed")
+    params = entry.params
+    where = "workloads[0].params"
+    for name, value in params.items():
+        at = f"{where}.{name}"
+        if name == "trace":
+            values[name] = _trace_of(read, at, value)
+        elif name == "trace_jobs":
+            values[name] = None if value is None else read.number(at, value, integer=True,
+                                                                  at_least=1)
+        elif name == "jobs":
+            values[name] = read.number(at, value, integer=True, at_least=1)
+        elif name == "rates":
+            if not isinstance(value, list):
+                raise read.error(at, "expected a list of rates, jobs/hour")
+            rates = tuple(read.number(f"{at}[{i}]", v, positive=True)
+                          for i, v in enumerate(value))
+            if len(set(rates)) != len(rates):
+                raise read.error(at, "rates must be distinct")
+            values[name] = rates
+        elif name == "cluster":
+            if not isinstance(value, Mapping) or not value:
+                raise read.error(at, "expected a mapping {accelerator type: GPUs}")
+            values[name] = tuple((str(kind), read.number(f"{at}.{kind}", count, integer=True,
+                                                         at_least=1))
+                                 for kind, count in value.items())
+        else:  # measure
+            values[name] = _window_of(read, at, value)
+    if "round_s" in spec.simulator:
+        values["round_s"] = read.number("simulator.round_s", spec.simulator["round_s"],
+                                        positive=True)
+    if "trace_first_seed_only" in spec.settings:
+        names = spec.settings["trace_first_seed_only"]
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise read.error("settings.trace_first_seed_only", "expected a list of policy "
+                             "names")
+        values["trace_first_seed_only"] = tuple(names)
+    settings = replace(TableSettings(), **values)
+    if not settings.rates and settings.trace is None:
+        raise read.error(f"{where}.rates", "the table needs a rate or a trace")
+    if settings.measure is not None and settings.measure[1] > settings.jobs:
+        first, end = settings.measure
+        raise read.error(f"{where}.measure", f"the measured jobs {first}:{end} must end at "
+                         f"most at jobs ({settings.jobs})")
+    check_settings(settings)
+    return settings
+
+
+def _trace_of(read: FieldReader, where: str, value: Any) -> str | None:
+    """The trace file of ``params.trace``: :data:`TRACE_RELATIVE` is the shipped trace
+    (:func:`default_trace`), another path is read as given; null: no trace column."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise read.error(where, "expected a trace file or null")
+    path = default_trace() if value == TRACE_RELATIVE else value
+    if not Path(path).is_file():
+        raise read.error(where, f"trace file not found: {path}")
+    return path
+
+
+def _window_of(read: FieldReader, where: str, value: Any) -> tuple[int, int] | None:
+    """``params.measure``: null or [A, B] with 0 <= A < B."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) != 2:
+        raise read.error(where, "expected [A, B] (average jobs A..B-1) or null")
+    first = read.number(f"{where}[0]", value[0], integer=True, at_least=0)
+    end = read.number(f"{where}[1]", value[1], integer=True, at_least=0)
+    if not first < end:
+        raise read.error(where, f"expected A < B, got [{first}, {end}]")
+    return first, end
+
+
+def _pairs_of(read: FieldReader, spec: Experiment) -> tuple[tuple[str, str, str], ...]:
+    """(label, aware, agnostic) of every policy row: ``name`` and ``name + _agnostic``."""
+    from schedlab.policies.registry import policies
+
+    if not spec.policies:
+        raise read.error("policies", "the table needs at least one policy pair")
+    known = policies()
+    pairs = []
+    for i, entry in enumerate(spec.policies):
+        at = f"policies[{i}]"
+        if entry.options:
+            raise read.error(f"{at}.options", "the table's policies take no options")
+        agnostic = entry.name + AGNOSTIC
+        for name in (entry.name, agnostic):
+            if name not in known:
+                raise read.error(f"{at}.name", f"no registered policy {name!r} (each row "
+                                 f"is a heterogeneity-aware policy X beside X{AGNOSTIC})")
+        pairs.append((entry.label or entry.name, entry.name, agnostic))
+    names = [name for _, aware, agnostic in pairs for name in (aware, agnostic)]
+    if len(set(names)) != len(names):
+        raise read.error("policies", "the table needs distinct policy pairs")
+    return tuple(pairs)
 
 
 # -------------------------------------------------------------------------------- cells
@@ -323,7 +450,8 @@ _COST = {"gavel.finish_time_fairness_agnostic": 3.0, "gavel.finish_time_fairness
 
 def plan_cells(settings: TableSettings) -> list[Cell]:
     """Every (workload, seed, policy) cell, the slowest (finish-time fairness, trace,
-    highest rate) first."""
+    highest rate) first (the settings are checked first)."""
+    check_settings(settings)
     cells = []
     for workload in settings.workloads():
         instances: dict[int, Instance] = {}
@@ -361,8 +489,8 @@ def average_jct(instance: Instance, policy: str, seed: int, round_s: float,
     return (float(done.mean()) if len(done) else math.nan), int(np.isnan(jct).sum())
 
 
-def run_cell(cell: Cell, folder: str) -> CellResult:
-    """Simulate a cell and write its file atomically (also in a worker process)."""
+def simulate_cell(cell: Cell) -> CellResult:
+    """Simulate a cell (:func:`average_jct`, looked up when called) and time it."""
     t0, c0 = time.perf_counter(), time.process_time()
     avg, unfinished = average_jct(cell.instance, cell.policy, cell.seed, cell.round_s,
                                   cell.measure)
@@ -371,27 +499,26 @@ def run_cell(cell: Cell, folder: str) -> CellResult:
     result = CellResult(policy=cell.policy, workload=cell.workload, seed=cell.seed,
                         avg_jct_s=avg, jobs=measured, unfinished=unfinished,
                         wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0)
-    write_cell_json(folder, cell.file_name, result.to_json())
     return result
 
 
-def read_cell(path: Path) -> CellResult | None:
-    """A cell file's result, or None (with a warning) when it cannot be read."""
-    return read_cell_json(path, CellResult.from_json)
+def compute_cell(cell: Cell) -> CellResult:
+    """The runner's ``compute``: :func:`simulate_cell` (looked up when called); the runner
+    writes the cell file."""
+    return simulate_cell(cell)
+
+
+def describe_cell(cell: Cell) -> str:
+    """The cell in a progress line."""
+    return f"{cell.policy}, {cell.workload}, seed {cell.seed}"
 
 
 CellKey = tuple[str, int, str]
 
 
-def run_cells(cells: Sequence[Cell], folder: Path, workers: int = 1,
-              on_cell: Callable[[str], None] | None = None) -> dict[CellKey, CellResult]:
-    """Every cell's result by (workload, seed, policy), cached in ``folder``
-    (:func:`~schedlab.analysis.tables.cells.run_cached`)."""
-    return run_cached(
-        cells, folder, run=run_cell, read=read_cell,
-        key=lambda c: (c.workload, c.seed, c.policy),
-        describe=lambda c: f"{c.policy}, {c.workload}, seed {c.seed}",
-        workers=workers, on_cell=on_cell)
+def cell_result_key(cell: Cell) -> CellKey:
+    """The key of a cell's result: (workload, seed, policy)."""
+    return (cell.workload, cell.seed, cell.policy)
 
 
 # --------------------------------------------------------------------------------- rows
@@ -427,15 +554,6 @@ class GavelTable:
 
 METRICS: tuple[str, ...] = ("aware_jct_s", "agnostic_jct_s", "ratio", "aware_wall_s",
                             "agnostic_wall_s", "aware_cpu_s", "agnostic_cpu_s")
-
-
-def gavel_table(settings: TableSettings | None = None, out_dir: str | Path = ".",
-                on_cell: Callable[[str], None] | None = None) -> GavelTable:
-    """Compute the table (module docstring); cells cached in ``out_dir/cells/``."""
-    cfg = settings or TableSettings()
-    check_settings(cfg)
-    results = run_cells(plan_cells(cfg), Path(out_dir) / CELLS_FOLDER, cfg.workers, on_cell)
-    return rows_from_results(cfg, results)
 
 
 def rows_from_results(cfg: TableSettings, results: Mapping[CellKey, CellResult]) -> GavelTable:
@@ -554,11 +672,6 @@ def document(table: GavelTable) -> Document:
                     parts=parts)
 
 
-def render_markdown(table: GavelTable) -> str:
-    """``gavel.md``: :func:`document` as Markdown."""
-    return output.render_markdown(document(table))
-
-
 def plot_table(table: GavelTable, path: Path) -> Path:
     """Average JCT (hours) vs rate on the generator, one colour per pair, aware solid and
     agnostic dashed, error bars = sample std over seeds."""
@@ -598,22 +711,13 @@ def plot_table(table: GavelTable, path: Path) -> Path:
         plt.close(fig)
 
 
-def write_outputs(table: GavelTable, out_dir: str | Path, *,
-                  command: Sequence[str] | None = None,
-                  started: dt.datetime | None = None) -> list[Path]:
-    """Write ``gavel.md``, ``.csv``, ``.tex``, the PNG (when there are rates) and
-    ``gavel.manifest.json`` (each atomically; :mod:`~schedlab.analysis.tables.output`)."""
-    cfg = table.settings
-    folder = Path(out_dir)
-    written = output.write_table_files(folder, STEM, document(table), to_frame(table))
-    if cfg.rates:
-        written.append(plot_table(table, folder / PLOT_NAME))
-    written.append(output.write_manifest(folder, STEM, written, seeds=cfg.seeds,
-                                         settings=cfg, command=command, started=started))
-    return written
+def figures(table: GavelTable, folder: Path) -> list[Path]:
+    """The table's figures: ``gavel_jct_vs_rate.png`` (when there are rates)."""
+    return [plot_table(table, folder / PLOT_NAME)] if table.settings.rates else []
 
 
-def cells_count(settings: TableSettings) -> int:
-    """Cells of the table (one progress step each)."""
-    return sum(len(settings.seeds_for(w, p))
-               for w in settings.workloads() for p in settings.policies)
+KIND = TableKind(
+    name=STEM, settings=settings_from_spec, plan=plan_cells, compute=compute_cell,
+    dump=CellResult.to_json, load=CellResult.from_json, key=cell_result_key,
+    describe=describe_cell, reduce=rows_from_results, document=document, frame=to_frame,
+    figures=figures, seeds=lambda settings: settings.seeds, cells_folder=CELLS_FOLDER)

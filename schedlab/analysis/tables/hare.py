@@ -46,7 +46,6 @@ per-job JCTs C_j - r_j of all seeds at ``sweep_jobs`` jobs on the default cluste
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import logging
@@ -60,18 +59,12 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from schedlab.analysis.experiments.kind import TableKind
+from schedlab.analysis.experiments.spec import Experiment, FieldReader, frozen
 from schedlab.analysis.tables import output
-from schedlab.analysis.tables.cells import (
-    code_digest,
-    file_safe,
-    mean_std,
-    ratio,
-    read_cell_json,
-    run_cached,
-    write_cell_json,
-)
+from schedlab.analysis.tables.cells import code_digest, file_safe, mean_std, ratio
 from schedlab.analysis.tables.output import Block, Document, Heading, pm
-from schedlab.errors import InputError
+from schedlab.errors import InputError, UnknownNameError
 from schedlab.instance import Instance
 
 log = logging.getLogger(__name__)
@@ -116,8 +109,7 @@ def scaled_cluster(base: Mapping[str, int], gpus: int) -> dict[str, int]:
 class TableSettings:
     """How the table is computed: ``jobs`` counts on ``cluster``, ``sweep_jobs`` jobs on the
     cluster scaled to each of ``gpus``, ``seeds``, ``schemes`` in row order, the simulator's
-    ``round_s``, the greedy's LP grid ``lp_eps``, ``workers`` cells at once in local
-    processes."""
+    ``round_s``, the greedy's LP grid ``lp_eps``."""
 
     jobs: tuple[int, ...] = (100, 200, 300)
     sweep_jobs: int = 200
@@ -127,7 +119,6 @@ class TableSettings:
     schemes: tuple[tuple[str, Kind, str, Mapping[str, Any]], ...] = SCHEMES
     round_s: float = 60.0
     lp_eps: float = 0.25
-    workers: int = 1
 
     @property
     def base_gpus(self) -> int:
@@ -172,8 +163,6 @@ def check_settings(settings: TableSettings) -> None:
         raise InputError(f"round_s must be > 0, got {settings.round_s}", field="--round-s")
     if not (math.isfinite(settings.lp_eps) and settings.lp_eps > 0):
         raise InputError(f"lp_eps must be > 0, got {settings.lp_eps}", field="--lp-eps")
-    if settings.workers < 1:
-        raise InputError(f"workers must be >= 1, got {settings.workers}", field="--workers")
     names = [name for _, _, name, _ in settings.schemes]
     if not names or len(set(names)) != len(names):
         raise InputError("the table needs distinct schemes", field="schemes")
@@ -185,6 +174,107 @@ def check_settings(settings: TableSettings) -> None:
     if largest < 8:
         raise InputError("the cluster needs a type with 8 GPUs (the largest gang)",
                          field="cluster")
+
+
+#: The spec's workload generator: :func:`~schedlab.workloads.hare.generate_hare_instance`.
+GENERATOR = "hare.generated"
+#: The generator's parameters, the simulator's settings and the table's other settings the
+#: spec may give (each a :class:`TableSettings` field of the same name).
+WORKLOAD_PARAMS: tuple[str, ...] = ("jobs", "sweep_jobs", "gpus", "cluster")
+SIMULATOR_KEYS: tuple[str, ...] = ("round_s",)
+SETTINGS_KEYS: tuple[str, ...] = ("lp_eps",)
+#: The largest gang of a Hare workload: some GPU type must have this many GPUs.
+LARGEST_GANG = 8
+
+
+def settings_from_spec(spec: Experiment) -> TableSettings:
+    """The table's settings from an experiment spec (``hare.yaml`` shipped beside the
+    runner), checked: one ``hare.generated`` workload (``jobs``, ``sweep_jobs``, ``gpus``,
+    ``cluster``), the scheme rows (:func:`scheme_kind`), the seeds, ``simulator.round_s``,
+    ``settings.lp_eps`` (the LP grid of ``hare.greedy``) and the report's reference, which
+    can only be ``hare.greedy`` (the reductions are Hare's)."""
+    read = FieldReader(spec)
+    entry, _ = read.one_workload((GENERATOR,))
+    read.only_keys("workloads[0].params", entry.params, WORKLOAD_PARAMS)
+    read.only_keys("simulator", spec.simulator, SIMULATOR_KEYS)
+    read.only_keys("settings", spec.settings, SETTINGS_KEYS)
+    if not spec.seeds:
+        raise read.error("seeds", "the table needs at least one seed")
+    if spec.report.reference not in (None, REFERENCE):
+        raise read.error("report.reference", f"this table's reductions are to {REFERENCE} "
+                         f"(Hare), got {spec.report.reference!r}")
+    values: dict[str, Any] = {"seeds": tuple(spec.seeds), "schemes": _schemes_of(read)}
+    for name, value in entry.params.items():
+        where = f"workloads[0].params.{name}"
+        if name in ("jobs", "gpus"):
+            if not isinstance(value, list) or not value:
+                raise read.error(where, "expected a non-empty list of counts")
+            values[name] = tuple(read.number(f"{where}[{i}]", v, integer=True, positive=True)
+                                 for i, v in enumerate(value))
+        elif name == "sweep_jobs":
+            values[name] = read.number(where, value, integer=True, positive=True)
+        else:
+            values[name] = _cluster_of(read, where, value)
+    for name, value in (*spec.simulator.items(), *spec.settings.items()):
+        where = f"{'simulator' if name in SIMULATOR_KEYS else 'settings'}.{name}"
+        values[name] = read.number(where, value, positive=True)
+    settings = replace(TableSettings(), **values)
+    for i, g in enumerate(settings.gpus):
+        if max(scaled_cluster(settings.cluster, g).values()) < LARGEST_GANG:
+            raise read.error(f"workloads[0].params.gpus[{i}]", f"{g} GPUs leave no type with "
+                             f"{LARGEST_GANG} GPUs (the largest gang); the mix needs more")
+    check_settings(settings)
+    return settings
+
+
+def _cluster_of(read: FieldReader, where: str, value: Any) -> dict[str, int]:
+    """A checked {GPU type: count} mapping with a type of :data:`LARGEST_GANG` GPUs."""
+    if not isinstance(value, Mapping) or not value:
+        raise read.error(where, "expected a mapping {GPU type: count}, e.g. {k80: 64}")
+    cluster = {str(k): read.number(f"{where}.{k}", n, integer=True, at_least=0)
+               for k, n in value.items()}
+    if max(cluster.values()) < LARGEST_GANG:
+        raise read.error(where, f"the cluster needs a type with {LARGEST_GANG} GPUs (the "
+                         "largest gang)")
+    return cluster
+
+
+def scheme_kind(name: str) -> Kind | None:
+    """How a scheme runs: the table's own schemes as in :data:`SCHEMES`; another name is
+    ``online`` (simulated as gangs) when it is a registered policy, ``offline`` (solved) when
+    it is a registered formulation only (the ``hare.*`` solvers), None when neither."""
+    for _, kind, known, _ in SCHEMES:
+        if name == known:
+            return kind
+    from schedlab.policies.registry import POLICIES as REGISTRY
+    from schedlab.registry import formulations
+
+    if name in REGISTRY:
+        return "online"
+    return "offline" if name in formulations() else None
+
+
+def _schemes_of(read: FieldReader) -> tuple[tuple[str, Kind, str, Mapping[str, Any]], ...]:
+    """(label, kind, name, keyword arguments) of the spec's policy rows: a row without a
+    label gets the table's label of that name, else the name."""
+    labels = {name: label for label, _, name, _ in SCHEMES}
+    if not read.spec.policies:
+        raise read.error("policies", "the table needs at least one scheme")
+    chosen: list[tuple[str, Kind, str, Mapping[str, Any]]] = []
+    for i, entry in enumerate(read.spec.policies):
+        kind = scheme_kind(entry.name)
+        if kind is None:
+            raise UnknownNameError(f"unknown scheme {entry.name!r}: give a registered policy "
+                                   "('schedlab policies') or formulation",
+                                   field=f"policies[{i}].name")
+        if any(entry.name == name for _, _, name, _ in chosen):
+            raise read.error(f"policies[{i}].name", f"{entry.name!r} is given twice")
+        if entry.name == REFERENCE and "eps" in entry.options:
+            raise read.error(f"policies[{i}].options.eps", "give Hare's LP grid as "
+                             "settings.lp_eps (the table's text reports it)")
+        chosen.append((entry.label or labels.get(entry.name, entry.name), kind, entry.name,
+                       frozen(dict(entry.options))))
+    return tuple(chosen)
 
 
 # ------------------------------------------------------------------------ gang conversion
@@ -318,7 +408,9 @@ def scheme_kwargs(settings: TableSettings, name: str,
 
 
 def plan_cells(settings: TableSettings) -> list[Cell]:
-    """Every (jobs, GPUs, seed, scheme) cell, Hare's largest first (the slowest)."""
+    """Every (jobs, GPUs, seed, scheme) cell, Hare's largest first (the slowest); the
+    settings are checked first."""
+    check_settings(settings)
     cells = []
     for jobs, gpus in settings.workloads():
         for seed in settings.seeds:
@@ -362,30 +454,17 @@ def run_scheme(cell: Cell) -> CellResult:
                       records=frame, wall_s=time.perf_counter() - t0)
 
 
-def run_cell(cell: Cell, folder: str) -> CellResult:
-    """Run a cell and write its file atomically (also in a worker process)."""
-    result = run_scheme(cell)
-    write_cell_json(folder, cell.file_name, result.to_json())
-    return result
+def describe_cell(cell: Cell) -> str:
+    """The cell in a progress line."""
+    return f"{cell.scheme}, {cell.jobs} jobs, {cell.gpus} GPUs, seed {cell.seed}"
 
 
-def read_cell(path: Path) -> CellResult | None:
-    """A cell file's result, or None (with a warning) when it cannot be read."""
-    return read_cell_json(path, CellResult.from_json)
+def compute_cell(cell: Cell) -> CellResult:
+    """The runner's ``compute``: :func:`run_scheme` (looked up when called)."""
+    return run_scheme(cell)
 
 
 CellKey = tuple[int, int, int, str]
-
-
-def run_cells(cells: Sequence[Cell], folder: Path, workers: int = 1,
-              on_cell: Callable[[str], None] | None = None) -> dict[CellKey, CellResult]:
-    """Every cell's result by (jobs, gpus, seed, scheme), cached in ``folder``
-    (:func:`~schedlab.analysis.tables.cells.run_cached`)."""
-    return run_cached(
-        cells, folder, run=run_cell, read=read_cell,
-        key=lambda c: (c.jobs, c.gpus, c.seed, c.scheme),
-        describe=lambda c: f"{c.scheme}, {c.jobs} jobs, {c.gpus} GPUs, seed {c.seed}",
-        workers=workers, on_cell=on_cell)
 
 
 # --------------------------------------------------------------------------------- rows
@@ -426,12 +505,9 @@ class HareTable:
         return [r for r in self.rows if r.jobs == jobs and r.gpus == gpus]
 
 
-def hare_table(settings: TableSettings | None = None, out_dir: str | Path = ".",
-               on_cell: Callable[[str], None] | None = None) -> HareTable:
-    """Compute the table (module docstring); cells cached in ``out_dir/cells/``."""
-    cfg = settings or TableSettings()
-    check_settings(cfg)
-    results = run_cells(plan_cells(cfg), Path(out_dir) / CELLS_FOLDER, cfg.workers, on_cell)
+def hare_table(cfg: TableSettings, results: Mapping[CellKey, CellResult]) -> HareTable:
+    """The table (module docstring) from every cell's result by (jobs, gpus, seed,
+    scheme)."""
     names = [name for _, _, name, _ in cfg.schemes]
     reference = REFERENCE if REFERENCE in names else names[0]
     rows = []
@@ -556,11 +632,6 @@ def document(table: HareTable) -> Document:
     return Document(title="Hare: total weighted JCT on heterogeneous GPUs", parts=parts)
 
 
-def render_markdown(table: HareTable) -> str:
-    """``hare.md``: :func:`document` as Markdown."""
-    return output.render_markdown(document(table))
-
-
 def _plot_sweep(table: HareTable, pairs: Sequence[tuple[int, int]], xs: Sequence[int],
                 xlabel: str, title: str, path: Path) -> Path:
     from schedlab.analysis.plots import _pyplot, _save
@@ -609,24 +680,21 @@ def plot_cdf(table: HareTable, path: Path) -> Path:
         plt.close(fig)
 
 
-def write_outputs(table: HareTable, out_dir: str | Path, *,
-                  command: Sequence[str] | None = None,
-                  started: dt.datetime | None = None) -> list[Path]:
-    """Write ``hare.md``, ``.csv``, ``.tex``, the three PNGs and ``hare.manifest.json``
-    (each atomically; :mod:`~schedlab.analysis.tables.output`)."""
+def figures(table: HareTable, folder: Path) -> list[Path]:
+    """The table's figures: ``hare_jobs.png``, ``hare_gpus.png``, ``hare_jct_cdf.png``."""
     cfg = table.settings
-    folder = Path(out_dir)
-    written = output.write_table_files(folder, STEM, document(table), to_frame(table))
-    written.append(_plot_sweep(table, [(n, cfg.base_gpus) for n in cfg.jobs], cfg.jobs,
-                               "jobs", f"{cfg.base_gpus} GPUs", folder / JOBS_PLOT_NAME))
-    written.append(_plot_sweep(table, [(cfg.sweep_jobs, g) for g in cfg.gpus], cfg.gpus,
-                               "GPUs", f"{cfg.sweep_jobs} jobs", folder / GPUS_PLOT_NAME))
-    written.append(plot_cdf(table, folder / CDF_PLOT_NAME))
-    written.append(output.write_manifest(folder, STEM, written, seeds=cfg.seeds,
-                                         settings=cfg, command=command, started=started))
-    return written
+    return [
+        _plot_sweep(table, [(n, cfg.base_gpus) for n in cfg.jobs], cfg.jobs, "jobs",
+                    f"{cfg.base_gpus} GPUs", folder / JOBS_PLOT_NAME),
+        _plot_sweep(table, [(cfg.sweep_jobs, g) for g in cfg.gpus], cfg.gpus, "GPUs",
+                    f"{cfg.sweep_jobs} jobs", folder / GPUS_PLOT_NAME),
+        plot_cdf(table, folder / CDF_PLOT_NAME),
+    ]
 
 
-def cells_count(settings: TableSettings) -> int:
-    """Cells of the table (one progress step each)."""
-    return len(settings.workloads()) * len(settings.seeds) * len(settings.schemes)
+KIND = TableKind(
+    name=STEM, settings=settings_from_spec, plan=plan_cells, compute=compute_cell,
+    dump=CellResult.to_json, load=CellResult.from_json,
+    key=lambda cell: (cell.jobs, cell.gpus, cell.seed, cell.scheme), describe=describe_cell,
+    reduce=hare_table, document=document, frame=to_frame, figures=figures,
+    seeds=lambda settings: settings.seeds, cells_folder=CELLS_FOLDER)

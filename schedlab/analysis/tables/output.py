@@ -18,13 +18,15 @@ manifest that says how they were made.
   ``<stem>.csv`` (``frame``, numbers only, no "±" strings) and ``<stem>.tex`` atomically;
   returns the three paths.
 * :func:`write_manifest` ``(folder, stem, files, *, seeds, settings=None, command=None,
-  started=None)`` -- writes ``<stem>.manifest.json`` (named by the table, so several tables
-  may share one ``--out`` folder) and returns its path.  Its fields (:func:`manifest`):
+  started=None, experiment=None)`` -- writes ``<stem>.manifest.json`` (named by the table,
+  so several tables may share one ``--out`` folder) and returns its path.  Its fields
+  (:func:`manifest`):
   ``table``, ``schedlab_version``, ``python``, ``libraries`` (version of highspy, pyomo,
   numpy, scipy, pandas, torch, gurobipy from :mod:`importlib.metadata`; ``null`` when not
   installed), ``seeds``, ``settings`` (the table's settings as JSON, when given),
-  ``command`` (the argument list; default ``sys.argv``), ``machine`` (platform, machine,
-  processor, CPU count, hostname, total memory in bytes), ``started``/``finished`` (UTC,
+  ``experiment`` (the experiment spec that was run, when given), ``command`` (the argument
+  list; default ``sys.argv``), ``machine`` (platform, machine, processor, CPU count,
+  hostname, total memory in bytes), ``started``/``finished`` (UTC,
   ISO 8601), ``code_digest`` (:func:`~schedlab.analysis.tables.cells.code_digest`) and
   ``files`` (name relative to the folder, size in bytes, sha256 of the content) for every
   file written.
@@ -282,7 +284,8 @@ def _jsonable(value: Any) -> Any:
 def manifest(folder: str | Path, stem: str, files: Sequence[str | Path], *,
              seeds: Sequence[int], settings: Any = None,
              command: Sequence[str] | None = None,
-             started: dt.datetime | None = None) -> dict[str, Any]:
+             started: dt.datetime | None = None,
+             experiment: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The manifest's content (module docstring); ``files`` must exist."""
     from schedlab import __version__
 
@@ -303,6 +306,7 @@ def manifest(folder: str | Path, stem: str, files: Sequence[str | Path], *,
         "libraries": library_versions(),
         "seeds": [int(s) for s in seeds],
         "settings": _jsonable(settings) if settings is not None else None,
+        "experiment": dict(experiment) if experiment is not None else None,
         "command": list(command) if command is not None else list(sys.argv),
         "machine": machine(),
         "started": _utc(started) if started is not None else None,
@@ -315,10 +319,11 @@ def manifest(folder: str | Path, stem: str, files: Sequence[str | Path], *,
 def write_manifest(folder: str | Path, stem: str, files: Sequence[str | Path], *,
                    seeds: Sequence[int], settings: Any = None,
                    command: Sequence[str] | None = None,
-                   started: dt.datetime | None = None) -> Path:
+                   started: dt.datetime | None = None,
+                   experiment: Mapping[str, Any] | None = None) -> Path:
     """Write ``<stem>.manifest.json`` into ``folder`` atomically (see :func:`manifest`)."""
     content = manifest(folder, stem, files, seeds=seeds, settings=settings, command=command,
-                       started=started)
+                       started=started, experiment=experiment)
     path = Path(folder) / f"{stem}{MANIFEST_SUFFIX}"
     write_bytes_atomic(path, (json.dumps(content, indent=2) + "\n").encode())
     return path

@@ -50,13 +50,12 @@ are computed from the cached records each time, never cached themselves.
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -65,16 +64,10 @@ import numpy as np
 import pandas as pd
 
 from schedlab.analysis import metrics
+from schedlab.analysis.experiments.kind import TableKind
+from schedlab.analysis.experiments.spec import Experiment, FieldReader
 from schedlab.analysis.tables import output
-from schedlab.analysis.tables.cells import (
-    code_digest,
-    file_safe,
-    mean_std,
-    ratio,
-    read_cell_json,
-    run_cached,
-    write_cell_json,
-)
+from schedlab.analysis.tables.cells import code_digest, file_safe, mean_std, ratio
 from schedlab.analysis.tables.output import Block, Document, pm
 from schedlab.errors import InputError, UnknownNameError
 from schedlab.instance import Instance
@@ -133,11 +126,11 @@ class TableSettings:
 
     ``num_jobs`` jobs on ``gpus`` V100s, ``round_s`` s rounds, arrivals every ``mean_gap_s`` s
     on average (Shockwave's: 120 jobs, 32 GPUs, 120 s, 40 s); ``policies`` as (label,
-    registered name) pairs in row order; ``workers`` simulations run at once in local
-    processes (1: in this process); ``throughputs`` the shipped throughput table the traces'
-    steps and seconds per epoch come from (``shockwave-tacc``, Shockwave's measurements, or
-    ``gavel``); ``mechanism`` and ``resume_overhead_s`` (s) the simulator's round mechanism
-    and resume overhead (Shockwave's simulator: Gavel's mechanism, 20 s).
+    registered name) pairs in row order; ``throughputs`` the shipped throughput table the
+    traces' steps and seconds per epoch come from (``shockwave-tacc``, Shockwave's
+    measurements, or ``gavel``); ``mechanism`` and ``resume_overhead_s`` (s) the simulator's
+    round mechanism and resume overhead (Shockwave's simulator: Gavel's mechanism, 20 s);
+    ratios to ``reference`` when it is available, else to the first available policy.
     """
 
     num_jobs: int = 120
@@ -147,10 +140,10 @@ class TableSettings:
     seeds: tuple[int, ...] = DEFAULT_SEEDS
     policies: tuple[tuple[str, str], ...] = POLICIES
     unfair_threshold: float = metrics.DEFAULT_UNFAIR_THRESHOLD
-    workers: int = 1
     throughputs: str = DEFAULT_THROUGHPUTS
     mechanism: str = "gavel"
     resume_overhead_s: float = RESUME_OVERHEAD_S
+    reference: str = REFERENCE_POLICY
 
     def describe(self) -> str:
         """One sentence: the workload, its throughput source, the simulator's settings and
@@ -210,13 +203,97 @@ def check_settings(settings: TableSettings) -> None:
         raise InputError("a policy is given twice", field="--policies")
     if settings.num_jobs < 1 or settings.gpus < 1:
         raise InputError("the table needs at least one job and one GPU")
-    if settings.workers < 1:
-        raise InputError(f"workers must be >= 1, got {settings.workers}", field="--workers")
     from schedlab.workloads.throughputs import THROUGHPUT_SOURCES
 
     if settings.throughputs not in THROUGHPUT_SOURCES:
         raise UnknownNameError(f"unknown throughput source {settings.throughputs!r} (known: "
                                f"{', '.join(THROUGHPUT_SOURCES)})", field="--throughputs")
+
+
+#: The spec's workload generator: Shockwave's trace generator
+#: (:func:`~schedlab.workloads.shockwave.generate_shockwave_instance`).
+GENERATOR = "shockwave.trace"
+#: The generator's parameters, the simulator's settings and the table's other settings the
+#: spec may give (each a :class:`TableSettings` field of the same name).
+WORKLOAD_PARAMS: tuple[str, ...] = ("num_jobs", "gpus", "mean_gap_s", "throughputs")
+SIMULATOR_KEYS: tuple[str, ...] = ("round_s", "mechanism", "resume_overhead_s")
+SETTINGS_KEYS: tuple[str, ...] = ("unfair_threshold",)
+#: Round mechanisms of the simulator: Gavel's (Shockwave's simulator) or schedlab's.
+MECHANISMS: tuple[str, ...] = ("gavel", "schedlab")
+
+
+def settings_from_spec(spec: Experiment) -> TableSettings:
+    """The table's settings from an experiment spec (``shockwave.yaml`` shipped beside the
+    runner), checked: one ``shockwave.trace`` workload (``num_jobs``, ``gpus``,
+    ``mean_gap_s``, ``throughputs``), the policy rows (no options; a row without a label
+    gets the table's label of that name, else the name; a name neither of the table nor
+    registered is refused, a name of the table not registered yet gives a "not available"
+    row), the seeds, ``simulator`` (``round_s``, ``mechanism``, ``resume_overhead_s``),
+    ``settings`` (``unfair_threshold``) and the report's reference."""
+    from schedlab.workloads.throughputs import THROUGHPUT_SOURCES
+
+    read = FieldReader(spec)
+    entry, _ = read.one_workload((GENERATOR,))
+    read.only_keys("workloads[0].params", entry.params, WORKLOAD_PARAMS)
+    read.only_keys("simulator", spec.simulator, SIMULATOR_KEYS)
+    read.only_keys("settings", spec.settings, SETTINGS_KEYS)
+    if not spec.seeds:
+        raise read.error("seeds", "the table needs at least one seed")
+    values: dict[str, Any] = {"seeds": tuple(spec.seeds), "policies": _policies_of(read)}
+    for name, value in entry.params.items():
+        where = f"workloads[0].params.{name}"
+        if name == "throughputs":
+            if value not in THROUGHPUT_SOURCES:
+                raise UnknownNameError(f"unknown throughput source {json.dumps(value)} "
+                                       f"(known: {', '.join(THROUGHPUT_SOURCES)})",
+                                       field=where)
+            values[name] = str(value)
+        elif name == "mean_gap_s":
+            values[name] = read.number(where, value, at_least=0.0)
+        else:
+            values[name] = read.number(where, value, integer=True, positive=True)
+    for name, value in spec.simulator.items():
+        where = f"simulator.{name}"
+        if name == "mechanism":
+            if value not in MECHANISMS:
+                raise read.error(where, f"expected one of {', '.join(MECHANISMS)}, got "
+                                 f"{json.dumps(value)}")
+            values[name] = str(value)
+        elif name == "round_s":
+            values[name] = read.number(where, value, positive=True)
+        else:
+            values[name] = read.number(where, value, at_least=0.0)
+    for name, value in spec.settings.items():
+        values[name] = read.number(f"settings.{name}", value, positive=True)
+    if spec.report.reference is not None:
+        values["reference"] = spec.report.reference
+    settings = replace(TableSettings(), **values)
+    check_settings(settings)
+    return settings
+
+
+def _policies_of(read: FieldReader) -> tuple[tuple[str, str], ...]:
+    """(label, name) of the spec's policy rows (:func:`settings_from_spec`)."""
+    from schedlab.policies.registry import POLICIES as REGISTRY
+
+    labels = {name: label for label, name in POLICIES}
+    if not read.spec.policies:
+        raise read.error("policies", "the table needs at least one policy")
+    chosen: list[tuple[str, str]] = []
+    for i, entry in enumerate(read.spec.policies):
+        if entry.options:
+            raise read.error(f"policies[{i}].options", "this table runs every policy as "
+                             "Shockwave's simulator does (shockwave_simulator_policy): no "
+                             "options")
+        if entry.name not in labels and entry.name not in REGISTRY:
+            table = ", ".join(n for _, n in POLICIES)
+            raise UnknownNameError(f"unknown policy {entry.name!r}: give the table's "
+                                   f"({table}) or any name of 'schedlab policies'",
+                                   field=f"policies[{i}].name")
+        if any(entry.name == name for _, name in chosen):
+            raise read.error(f"policies[{i}].name", f"{entry.name!r} is given twice")
+        chosen.append((entry.label or labels.get(entry.name, entry.name), entry.name))
+    return tuple(chosen)
 
 
 #: AlloX's fairness knob in Shockwave's runs (its ``scheduler/utils.py`` lines 606-611 make the
@@ -358,10 +435,26 @@ def cell_key(instance: Instance, policy: str, throughputs: str, mechanism: str =
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def plan_cells(settings: TableSettings, available: Sequence[str]) -> list[Cell]:
-    """Every (seed, policy) cell of the available policies, policies outermost in table
-    order: the Shockwave rows, by far the slowest at 120 jobs, start first, so parallel
-    workers do not leave one of them for the end."""
+def available_policies(settings: TableSettings) -> list[str]:
+    """The names of the settings' policies that are registered, in row order."""
+    return [name for _, name in settings.policies if is_available(name)]
+
+
+def plan_cells(settings: TableSettings) -> list[Cell]:
+    """Every (seed, policy) cell of the available policies (the settings are checked first),
+    policies outermost in table order: the Shockwave rows, by far the slowest at 120 jobs,
+    start first, so parallel workers do not leave one of them for the end.  A policy that is
+    not registered has no cell (a logged warning; its row says "not available"); an
+    :class:`~schedlab.errors.InputError` when none is registered."""
+    check_settings(settings)
+    available = available_policies(settings)
+    for label, name in settings.policies:
+        if name not in available:
+            log.warning("policy %s (%r) is not registered; its row says %r", label, name,
+                        NOT_AVAILABLE)
+    if not available:
+        raise InputError("none of the table's policies is registered: "
+                         + ", ".join(name for _, name in settings.policies), field="policies")
     instances = {seed: build_instance(settings, seed) for seed in settings.seeds}
     return [Cell(policy=name, seed=seed, instance=instances[seed],
                  key=cell_key(instances[seed], name, settings.throughputs,
@@ -389,28 +482,16 @@ def simulate_cell(cell: Cell) -> CellResult:
                       stopped=result.stopped)
 
 
-def run_cell(cell: Cell, folder: str) -> CellResult:
-    """Simulate a cell and write its file atomically (runs in a worker process too)."""
+def describe_cell(cell: Cell) -> str:
+    """The cell in a progress line."""
+    return f"{cell.policy}, seed {cell.seed}"
+
+
+def compute_cell(cell: Cell) -> CellResult:
+    """The runner's ``compute``: :func:`simulate_cell` (looked up when called)."""
     result = simulate_cell(cell)
-    write_cell_json(folder, cell.file_name, result.to_json())
     log.debug("%s seed %d: %.2f s", cell.policy, cell.seed, result.wall_s)
     return result
-
-
-def read_cell(path: Path) -> CellResult | None:
-    """A cell file's result, or None (with a warning) when it cannot be read."""
-    return read_cell_json(path, CellResult.from_json)
-
-
-def run_cells(cells: Sequence[Cell], folder: Path, workers: int = 1,
-              on_cell: Callable[[str], None] | None = None) -> dict[tuple[int, str], CellResult]:
-    """Results of every cell, by (seed, policy): read from ``folder`` when its file is
-    there, else simulated (``workers`` > 1: in a process pool) and written there
-    (:func:`~schedlab.analysis.tables.cells.run_cached`)."""
-    return run_cached(cells, folder, run=run_cell, read=read_cell,
-                      key=lambda cell: (cell.seed, cell.policy),
-                      describe=lambda cell: f"{cell.policy}, seed {cell.seed}",
-                      workers=workers, on_cell=on_cell)
 
 
 # --------------------------------------------------------------------------------- rows
@@ -481,8 +562,18 @@ class ShockwaveTable:
 
     @property
     def reference_is_shockwave(self) -> bool:
-        """Whether the ratios are to Shockwave (else to the first available policy)."""
-        return self.reference is not None and self.reference[1] == REFERENCE_POLICY
+        """Whether the ratios are to the settings' reference (Shockwave by default), else
+        to the first available policy."""
+        return self.reference is not None and self.reference[1] == self.settings.reference
+
+    @property
+    def preferred_label(self) -> str:
+        """The label of the settings' reference: its row's, else the table's, else its
+        name (``Shockwave`` by default)."""
+        name = self.settings.reference
+        labels = {n: label for label, n in POLICIES}
+        labels.update({n: label for label, n in self.settings.policies})
+        return labels.get(name, name)
 
     @property
     def ratio_header(self) -> str:
@@ -492,36 +583,19 @@ class ShockwaveTable:
             return "-"
         if self.reference_is_shockwave:
             return self.reference[0]
-        return f"{self.reference[0]} (Shockwave not available)"
+        return f"{self.reference[0]} ({self.preferred_label} not available)"
 
 
-def cells_count(settings: TableSettings) -> int:
-    """Cells of the table (one progress step each), counting policies not available."""
-    return len(settings.seeds) * len(settings.policies)
-
-
-def shockwave_table(settings: TableSettings | None = None, out_dir: str | Path = ".",
-                    on_cell: Callable[[str], None] | None = None) -> ShockwaveTable:
-    """Compute the table (see the module docstring); cells are cached in
-    ``out_dir/cells/``.  ``on_cell(description)`` is called after each of
-    :func:`cells_count` cells (a policy that is not available counts once per seed)."""
-    cfg = settings or TableSettings()
-    check_settings(cfg)
-    notify = on_cell or (lambda _: None)
-    available = [name for _, name in cfg.policies if is_available(name)]
-    for label, name in cfg.policies:
-        if name not in available:
-            log.warning("policy %s (%r) is not registered; its row says %r", label, name,
-                        NOT_AVAILABLE)
-            for seed in cfg.seeds:
-                notify(f"{name}, seed {seed} ({NOT_AVAILABLE})")
+def shockwave_table(cfg: TableSettings, results: Mapping[tuple[int, str], CellResult]
+                    ) -> ShockwaveTable:
+    """The table (see the module docstring) from every available policy's cell result by
+    (seed, policy); a policy that is not registered gets a "not available" row."""
+    available = available_policies(cfg)
     if not available:
         raise InputError("none of the table's policies is registered: "
-                         + ", ".join(name for _, name in cfg.policies), field="--policies")
-    reference_name = REFERENCE_POLICY if REFERENCE_POLICY in available else available[0]
+                         + ", ".join(name for _, name in cfg.policies), field="policies")
+    reference_name = cfg.reference if cfg.reference in available else available[0]
     reference = next(pair for pair in cfg.policies if pair[1] == reference_name)
-    cells = plan_cells(cfg, available)
-    results = run_cells(cells, Path(out_dir) / CELLS_FOLDER, cfg.workers, notify)
 
     seed_rows: list[SeedRow] = []
     values: dict[tuple[int, str], dict[str, float]] = {
@@ -666,11 +740,6 @@ def document(table: ShockwaveTable) -> Document:
     return Document(title="Shockwave (NSDI'23): policies on Shockwave's trace", parts=parts)
 
 
-def render_markdown(table: ShockwaveTable) -> str:
-    """``shockwave.md``: :func:`document` as Markdown."""
-    return output.render_markdown(document(table))
-
-
 def plot_table(table: ShockwaveTable, path: str | Path, dpi: int = 120) -> Path:
     """``shockwave.png``: 2 x 2 bar charts (makespan h, avg JCT h, worst rho, unfair
     fraction), one bar per available policy, error bars = sample std over seeds."""
@@ -698,15 +767,14 @@ def plot_table(table: ShockwaveTable, path: str | Path, dpi: int = 120) -> Path:
         plt.close(fig)
 
 
-def write_outputs(table: ShockwaveTable, out_dir: str | Path, *,
-                  command: Sequence[str] | None = None,
-                  started: dt.datetime | None = None) -> list[Path]:
-    """Write ``shockwave.md``, ``.csv``, ``.tex``, ``.png`` and ``shockwave.manifest.json``
-    (each atomically; :mod:`~schedlab.analysis.tables.output`)."""
-    folder = Path(out_dir)
-    written = output.write_table_files(folder, STEM, document(table), to_frame(table))
-    written.append(plot_table(table, folder / PLOT_NAME))
-    written.append(output.write_manifest(folder, STEM, written, seeds=table.settings.seeds,
-                                         settings=table.settings, command=command,
-                                         started=started))
-    return written
+def figures(table: ShockwaveTable, folder: Path) -> list[Path]:
+    """The table's figures: ``shockwave.png``."""
+    return [plot_table(table, folder / PLOT_NAME)]
+
+
+KIND = TableKind(
+    name=STEM, settings=settings_from_spec, plan=plan_cells, compute=compute_cell,
+    dump=CellResult.to_json, load=CellResult.from_json,
+    key=lambda cell: (cell.seed, cell.policy), describe=describe_cell,
+    reduce=shockwave_table, document=document, frame=to_frame, figures=figures,
+    seeds=lambda settings: settings.seeds, cells_folder=CELLS_FOLDER)

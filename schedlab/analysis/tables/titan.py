@@ -31,13 +31,12 @@ re-run; ``key`` digests the instance, the policy and its arguments, and the sour
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -45,16 +44,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from schedlab.analysis.experiments.kind import TableKind
+from schedlab.analysis.experiments.spec import Experiment, FieldReader, policies_of
 from schedlab.analysis.tables import output
-from schedlab.analysis.tables.cells import (
-    code_digest,
-    file_safe,
-    mean_std,
-    ratio,
-    read_cell_json,
-    run_cached,
-    write_cell_json,
-)
+from schedlab.analysis.tables.cells import code_digest, file_safe, mean_std, ratio
 from schedlab.analysis.tables.output import Block, Document, Heading, pm
 from schedlab.errors import InputError
 from schedlab.instance import Instance
@@ -99,8 +92,8 @@ BASELINE_POLICIES: frozenset[str] = frozenset({"srtf", "tiresias"})
 class TableSettings:
     """How the table is computed: ``gpus`` GPUs (nodes of 4), the main table at ``density``,
     the sweep over ``densities``, ``jobs_per_gpu`` tasks per GPU at density 1, task durations
-    at the request up to ``max_duration_s``, ``policies`` in row order, ``workers``
-    simulations at once in local processes."""
+    at the request up to ``max_duration_s``, ``policies`` in row order, ratios to
+    ``reference`` (the first policy when it is not among them)."""
 
     gpus: int = 32
     density: float = 1.0
@@ -110,9 +103,9 @@ class TableSettings:
     model: str = "mixed"
     seeds: tuple[int, ...] = (0,)
     policies: tuple[tuple[str, str, Mapping[str, Any]], ...] = POLICIES
-    workers: int = 1
     preset: str = "paper"
     trace_model: str = "vit"
+    reference: str = REFERENCE
 
     def describe(self) -> str:
         """One sentence: the workload and the seeds."""
@@ -178,11 +171,50 @@ def check_settings(settings: TableSettings) -> None:
         raise InputError(f"GPUs must be whole nodes of 4, got {settings.gpus}", field="--gpus")
     if any(not (math.isfinite(d) and d > 0) for d in settings.all_densities):
         raise InputError("densities must be positive", field="--densities")
-    if settings.workers < 1:
-        raise InputError(f"workers must be >= 1, got {settings.workers}", field="--workers")
     names = [name for _, name, _ in settings.policies]
     if not names or len(set(names)) != len(names):
         raise InputError("the table needs distinct policies", field="--policies")
+
+
+#: The workload generators of the spec: TitanSched's recorded traces, or our generator.
+GENERATORS: Mapping[str, str] = {"titan.paper": "paper", "titan.generated": "generated"}
+#: The generators' parameters (the table settings they set).
+PARAMS: Mapping[str, tuple[str, ...]] = {
+    "paper": ("trace_model", "density", "densities"),
+    "generated": ("gpus", "density", "densities", "jobs_per_gpu", "max_duration_s", "model"),
+}
+
+
+def settings_from_spec(spec: Experiment) -> TableSettings:
+    """The table's settings from an experiment spec (``titan.yaml`` shipped beside the
+    runner): one workload (``titan.paper`` or ``titan.generated`` with the parameters of
+    :data:`PARAMS`), the policy rows, the seeds and the report's reference; checked."""
+    read = FieldReader(spec)
+    entry, generator = read.one_workload(GENERATORS)
+    preset = GENERATORS[generator]
+    read.only_keys("workloads[0].params", entry.params, PARAMS[preset])
+    read.only_keys("simulator", spec.simulator, ())
+    read.only_keys("settings", spec.settings, ())
+    values: dict[str, Any] = {"preset": preset, "policies": policies_of(spec),
+                              "seeds": tuple(spec.seeds)}
+    for name, value in entry.params.items():
+        where = f"workloads[0].params.{name}"
+        if name == "densities":
+            if not isinstance(value, list) or not value:
+                raise read.error(where, "expected a non-empty list of densities")
+            values[name] = tuple(read.number(f"{where}[{i}]", v, positive=True)
+                                 for i, v in enumerate(value))
+        elif name in ("trace_model", "model"):
+            values[name] = str(value)
+        elif name == "gpus":
+            values[name] = read.number(where, value, integer=True, positive=True)
+        else:
+            values[name] = read.number(where, value, positive=True)
+    if spec.report.reference is not None:
+        values["reference"] = spec.report.reference
+    settings = replace(TableSettings(), **values)
+    check_settings(settings)
+    return settings
 
 
 # -------------------------------------------------------------------------------- cells
@@ -281,7 +313,9 @@ def cell_key(instance: Instance, policy: str, kwargs: Mapping[str, Any]) -> str:
 
 
 def plan_cells(settings: TableSettings) -> list[Cell]:
-    """Every (density, seed, policy) cell, the slowest (Titan's, densest first) first."""
+    """Every (density, seed, policy) cell, the slowest (Titan's, densest first) first
+    (the settings are checked first)."""
+    check_settings(settings)
     cells = []
     for density in sorted(settings.all_densities, reverse=True):
         for seed in settings.seeds:
@@ -317,29 +351,14 @@ def simulate_cell(cell: Cell) -> CellResult:
                       accounting=accounting)
 
 
-def run_cell(cell: Cell, folder: str) -> CellResult:
-    """Simulate a cell and write its file atomically (also in a worker process)."""
-    result = simulate_cell(cell)
-    write_cell_json(folder, cell.file_name, result.to_json())
-    return result
+def describe_cell(cell: Cell) -> str:
+    """The cell in a progress line."""
+    return f"{cell.policy}, density {cell.density:g}, seed {cell.seed}"
 
 
-def read_cell(path: Path) -> CellResult | None:
-    """A cell file's result, or None (with a warning) when it cannot be read."""
-    return read_cell_json(path, CellResult.from_json)
-
-
-def run_cells(cells: Sequence[Cell], folder: Path, workers: int = 1,
-              on_cell: Callable[[str], None] | None = None
-              ) -> dict[tuple[float, int, str], CellResult]:
-    """Every cell's result by (density, seed, policy): read from ``folder`` when its file is
-    there, else simulated (in a process pool when ``workers`` > 1) and written there
-    (:func:`~schedlab.analysis.tables.cells.run_cached`)."""
-    return run_cached(
-        cells, folder, run=run_cell, read=read_cell,
-        key=lambda cell: (cell.density, cell.seed, cell.policy),
-        describe=lambda cell: f"{cell.policy}, density {cell.density:g}, seed {cell.seed}",
-        workers=workers, on_cell=on_cell)
+def compute_cell(cell: Cell) -> CellResult:
+    """The runner's ``compute``: :func:`simulate_cell` (looked up when called)."""
+    return simulate_cell(cell)
 
 
 # --------------------------------------------------------------------------------- rows
@@ -394,15 +413,11 @@ class TitanTable:
         return [row for row in self.rows if row.density == density]
 
 
-def titan_table(settings: TableSettings | None = None, out_dir: str | Path = ".",
-                on_cell: Callable[[str], None] | None = None) -> TitanTable:
-    """Compute the table (module docstring); cells cached in ``out_dir/cells/``."""
-    cfg = settings or TableSettings()
-    check_settings(cfg)
-    cells = plan_cells(cfg)
-    results = run_cells(cells, Path(out_dir) / CELLS_FOLDER, cfg.workers, on_cell)
+def titan_table(cfg: TableSettings, results: Mapping[tuple[float, int, str], CellResult]
+                ) -> TitanTable:
+    """The table (module docstring) from every cell's result by (density, seed, policy)."""
     names = [name for _, name, _ in cfg.policies]
-    reference = REFERENCE if REFERENCE in names else names[0]
+    reference = cfg.reference if cfg.reference in names else names[0]
     rows = []
     for density in cfg.all_densities:
         for label, name, _ in cfg.policies:
@@ -528,11 +543,6 @@ def document(table: TitanTable) -> Document:
                     parts=parts)
 
 
-def render_markdown(table: TitanTable) -> str:
-    """``titan.md``: :func:`document` as Markdown."""
-    return output.render_markdown(document(table))
-
-
 def plot_density(table: TitanTable, path: str | Path, dpi: int = 120) -> Path:
     """``titan_density.png``: average JCT (h) against density, one line per policy, error
     bars = sample std over the seeds."""
@@ -560,20 +570,14 @@ def plot_density(table: TitanTable, path: str | Path, dpi: int = 120) -> Path:
         plt.close(fig)
 
 
-def write_outputs(table: TitanTable, out_dir: str | Path, *,
-                  command: Sequence[str] | None = None,
-                  started: dt.datetime | None = None) -> list[Path]:
-    """Write ``titan.md``, ``.csv``, ``.tex``, ``titan_density.png`` and
-    ``titan.manifest.json`` (each atomically; :mod:`~schedlab.analysis.tables.output`)."""
-    folder = Path(out_dir)
-    written = output.write_table_files(folder, STEM, document(table), to_frame(table))
-    written.append(plot_density(table, folder / PLOT_NAME))
-    written.append(output.write_manifest(folder, STEM, written, seeds=table.settings.seeds,
-                                         settings=table.settings, command=command,
-                                         started=started))
-    return written
+def figures(table: TitanTable, folder: Path) -> list[Path]:
+    """The table's figures: ``titan_density.png``."""
+    return [plot_density(table, folder / PLOT_NAME)]
 
 
-def cells_count(settings: TableSettings) -> int:
-    """Cells of the table (one progress step each)."""
-    return len(settings.all_densities) * len(settings.seeds) * len(settings.policies)
+KIND = TableKind(
+    name=STEM, settings=settings_from_spec, plan=plan_cells, compute=compute_cell,
+    dump=CellResult.to_json, load=CellResult.from_json,
+    key=lambda cell: (cell.density, cell.seed, cell.policy), describe=describe_cell,
+    reduce=titan_table, document=document, frame=to_frame, figures=figures,
+    seeds=lambda settings: settings.seeds, cells_folder=CELLS_FOLDER)

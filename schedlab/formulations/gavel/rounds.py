@@ -65,6 +65,7 @@ import numpy.typing as npt
 from schedlab.errors import InputError
 from schedlab.gcpause import gc_paused
 from schedlab.instance import Instance
+from schedlab.placement import PoolPlacer, ids_mask, mask_ids
 from schedlab.solution import PairShare, Placement, Solution
 
 log = logging.getLogger(__name__)
@@ -348,18 +349,13 @@ def _placer(count: int, per_node: int | None) -> _Placer:
 
 
 class _NodePlacer:
-    """:class:`~schedlab.simulator.placement.PoolPlacer` (bit masks, nodes) with id lists."""
+    """:class:`~schedlab.placement.PoolPlacer` (bit masks, nodes) with id lists."""
 
     def __init__(self, count: int, per_node: int) -> None:
-        # imported here: the simulator package imports the policies, which import this module
-        from schedlab.simulator.placement import PoolPlacer
-
         self._pool = PoolPlacer(count, per_node)
 
     def place(self, gangs: Sequence[int],
               previous: Sequence[list[int] | None]) -> list[list[int]]:
-        from schedlab.simulator.placement import ids_mask, mask_ids
-
         masks = self._pool.place(list(gangs), [ids_mask(ids) if ids else 0 for ids in previous])
         return [list(mask_ids(mask)) for mask in masks]
 
@@ -367,7 +363,7 @@ class _NodePlacer:
 class _RunPlacer:
     """GPU ids on a pool of ``count`` GPUs that is one node (no ``gpus_per_node``).
 
-    The rule of :class:`~schedlab.simulator.placement.PoolPlacer` for one node, on free-id
+    The rule of :class:`~schedlab.placement.PoolPlacer` for one node, on free-id
     intervals instead of one bit mask of the whole pool: sticky gangs keep their ids when all
     are free; the others, largest first (ties in the given order), take the lowest run of
     consecutive free ids -- the start of the first maximal free interval at least as long as

@@ -7,12 +7,13 @@ each job really is and re-plans.  This formulation is a thin wrapper over three 
 
 1. the static plan: the time-indexed MILP (``saturn.time_indexed``) on the estimates
    (``SaturnConfig.runtime_s``, s);
-2. the world: :func:`schedlab.simulator.nodes.simulate_nodes`, the simulator's node-level
-   continuous mode, with the truth read from the instance: true runtime = ``runtime_s`` x
-   ``Job.runtime_factor`` (None = 1), restart cost rho = ``Params.restart_cost_s`` s (None = 0);
-   :func:`schedlab.workloads.saturn.with_runtime_noise` writes lognormal factors;
-3. the decision: :class:`schedlab.policies.saturn_introspection.SaturnIntrospection`, asked at
-   every boundary t = k ``interval_s`` (k = 1 .. ``max_resolves``).
+2. the world: :func:`schedlab.formulations.saturn.execution.simulate_nodes`, the simulator's
+   node-level continuous mode, with the truth read from the instance: true runtime =
+   ``runtime_s`` x ``Job.runtime_factor`` (None = 1), restart cost rho =
+   ``Params.restart_cost_s`` s (None = 0); :func:`schedlab.workloads.saturn.with_runtime_noise`
+   writes lognormal factors;
+3. the decision: :class:`schedlab.formulations.saturn.introspection_policy.SaturnIntrospection`,
+   asked at every boundary t = k ``interval_s`` (k = 1 .. ``max_resolves``).
 
 **Output.**  ``schedule`` is the realized execution: one entry per job *segment* (``round`` =
 segment index 0, 1, ...) with its configuration, node and [start, end) (s); a resumed segment's
@@ -46,10 +47,7 @@ from schedlab.formulations.saturn.data import (
     makespan,
     saturn_data,
 )
-from schedlab.formulations.saturn.models import TimeIndexed
-from schedlab.instance import Instance
-from schedlab.policies.saturn_introspection import Resolve, SaturnIntrospection, resolve_options
-from schedlab.simulator.nodes import (
+from schedlab.formulations.saturn.execution import (
     EPS,
     Execution,
     NodeWorld,
@@ -59,6 +57,13 @@ from schedlab.simulator.nodes import (
     predict,
     simulate_nodes,
 )
+from schedlab.formulations.saturn.introspection_policy import (
+    Resolve,
+    SaturnIntrospection,
+    resolve_options,
+)
+from schedlab.formulations.saturn.models import TimeIndexed
+from schedlab.instance import Instance
 from schedlab.solution import InstanceRef, ScheduleEntry, Solution, Status, Timings, worst_status
 from schedlab.solvers import SolveResult, SolverOptions
 

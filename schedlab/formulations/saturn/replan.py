@@ -1,10 +1,10 @@
 """The re-planning MILP of Saturn's introspection: the remaining work from ``now`` on a grid.
 
-At a boundary t of a node-level run (:mod:`schedlab.simulator.nodes`) every unfinished job j
-has progress phi_j and an estimated factor f^_j (the observed f_j once it has run, else 1).
-A *move* is one way to run the rest of a job from t: *keep* its running segment (same option
-and node, only at slot 0), or start / restart any option on any node that fits.  Durations
-(s): keep = remaining restart overhead + (1 - phi_j) f^_j r[j,o]; other moves =
+At a boundary t of a node-level run (:mod:`schedlab.formulations.saturn.execution`) every
+unfinished job j has progress phi_j and an estimated factor f^_j (the observed f_j once it has
+run, else 1).  A *move* is one way to run the rest of a job from t: *keep* its running segment
+(same option and node, only at slot 0), or start / restart any option on any node that fits.
+Durations (s): keep = remaining restart overhead + (1 - phi_j) f^_j r[j,o]; other moves =
 rho [j has a checkpoint] + (1 - phi_j) f^_j r[j,o], rho = restart cost (a running job that does
 not keep is checkpointed at t).  :func:`build_replan` states the model; its grid has
 ``delta`` s slots from t (slot 0 = now).  The model and its choices are explained in
@@ -22,7 +22,7 @@ from typing import Any
 import pyomo.environ as pyo
 
 from schedlab.formulations.saturn.data import NodeSpec, Option, SaturnData
-from schedlab.simulator.nodes import EPS, Execution, Runtime
+from schedlab.formulations.saturn.execution import EPS, Execution, Runtime
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ TITAN_ROUND_S = 120.0
 
 
 def _labels(label_set: str) -> list[str]:
-    from schedlab.formulations.titan.hierarchy import label_sets
+    from schedlab.world.concept_hierarchy import label_sets
 
     return list(label_sets()[label_set])
 

@@ -92,7 +92,7 @@ def hierarchy_similarity(labels_a: Sequence[str], labels_b: Sequence[str],
                          label_set_a: str | None = None,
                          label_set_b: str | None = None) -> float:
     """S(A, B) on the shipped concept hierarchy (imported on first use)."""
-    from schedlab.formulations.titan.hierarchy import task_similarity
+    from schedlab.world.concept_hierarchy import task_similarity
 
     return float(task_similarity(labels_a, labels_b, label_set_a=label_set_a,
                                  label_set_b=label_set_b))

@@ -65,7 +65,7 @@ def require_titan_fields(instance: Instance, formulation: str) -> None:
                              field=f"jobs[{i}].duration_s")
     named = {job.label_set for job in instance.jobs if job.label_set is not None}
     if named:
-        from schedlab.formulations.titan.hierarchy import label_sets
+        from schedlab.world.concept_hierarchy import label_sets
 
         known = label_sets()
         for i, job in enumerate(instance.jobs):

@@ -44,7 +44,8 @@ from schedlab.errors import InputError, SchedlabError, UnknownNameError
 if TYPE_CHECKING:
     from schedlab.instance import SaturnConfig
 
-log = logging.getLogger(__name__)
+#: The module's name before it moved here: log lines keep their logger name.
+log = logging.getLogger("schedlab.profiler.parallelism")
 
 GB = 1e9
 """Bytes per GB (decimal, as in the brief's hand arithmetic: 16 B x 6e9 = 96 GB)."""

@@ -3,53 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import logging
-import sys
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
+from schedlab.cli.common import (
+    EXIT_OK,
+    nonnegative_float,
+    positive_float,
+    positive_int,
+    stdout_console,
+)
 from schedlab.errors import InputError, require_torch
 
-log = logging.getLogger(__name__)
 
-#: Console width when stdout is not a terminal (tables stay unwrapped in files and pipes).
-PIPE_WIDTH = 160
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number > 0")
-    return value
-
-
-def _nonnegative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number >= 0")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be an integer >= 1")
-    return value
-
-
-def add_replay_command(sub: Any, common: argparse.ArgumentParser, parser_class: type) -> None:
+def add_replay_command(sub: Any, common: argparse.ArgumentParser) -> None:
     """Register ``replay`` on the top-level subparsers ``sub``."""
     from schedlab.defaults import REPLAY_CHECKPOINT_EVERY_S as DEFAULT_CHECKPOINT_EVERY_S
 
@@ -69,12 +38,12 @@ def add_replay_command(sub: Any, common: argparse.ArgumentParser, parser_class: 
                         "'schedlab[ray]')")
     replay.add_argument("--ray-address", metavar="ADDR",
                         help="Ray cluster to join (default: start a local Ray)")
-    replay.add_argument("--time-scale", type=_positive_float, default=1.0, metavar="X",
+    replay.add_argument("--time-scale", type=positive_float, default=1.0, metavar="X",
                         help="an instance second lasts 1/X wall seconds (default 1)")
     replay.add_argument("--scale-work", action="store_true",
                         help="shrink the work with the time: a job runs ceil(R/X) real steps, "
                         "so hours of instance work replay in minutes")
-    replay.add_argument("--threads", type=_positive_int, default=1, metavar="N",
+    replay.add_argument("--threads", type=positive_int, default=1, metavar="N",
                         help="torch threads per worker (one CPU device = one worker; "
                         "default 1)")
     replay.add_argument("--workdir", default="replay", metavar="DIR",
@@ -84,7 +53,7 @@ def add_replay_command(sub: Any, common: argparse.ArgumentParser, parser_class: 
     replay.add_argument("--segment-steps", action="store_true",
                         help="each segment runs its predicted whole steps instead of its wall "
                         "time (deterministic progress, for comparing backends)")
-    replay.add_argument("--checkpoint-every", type=_nonnegative_float,
+    replay.add_argument("--checkpoint-every", type=nonnegative_float,
                         default=DEFAULT_CHECKPOINT_EVERY_S, metavar="S",
                         help="wall seconds between checkpoints inside a segment (0: only at "
                         f"preemption and finish; default {DEFAULT_CHECKPOINT_EVERY_S:g})")
@@ -114,9 +83,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
                         checkpoint_every_s=args.checkpoint_every,
                         devices=parse_device_map(args.device_map),
                         ray_address=args.ray_address, out=out)
-    console = Console(file=sys.stdout, highlight=False, soft_wrap=True, markup=False)
-    if not console.is_terminal:
-        console.width = max(console.width, PIPE_WIDTH)
+    console = stdout_console()
     summary = report.summary
     median = "-" if summary.median_abs_error is None else f"{summary.median_abs_error:.1%}"
     line = (f"replay: {summary.finished}/{summary.jobs} jobs finished, median |JCT error| "
@@ -125,7 +92,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if not args.quiet:
         console.print(_job_table(report))
     console.print(line + (f", written {out}" if out is not None else ""))
-    return 0
+    return EXIT_OK
 
 
 def _fmt(value: float | None, spec: str = ".1f") -> str:

@@ -73,7 +73,8 @@ from schedlab.errors import InputError
 if TYPE_CHECKING:
     import networkx as nx
 
-log = logging.getLogger(__name__)
+#: The module's name before it moved here: log lines keep their logger name.
+log = logging.getLogger("schedlab.formulations.titan.hierarchy")
 
 #: Package-data folder (under ``schedlab/data``) and its two files.
 DATA_DIR = "wordnet"

@@ -1,35 +1,39 @@
-"""``schedlab profile``: measure zoo jobs into a throughput file (docs/profiler.md)."""
+"""``schedlab profile``: measure zoo jobs into a throughput file (docs/profiler.md); it also
+registers the profiler's tools ``profile-table`` and ``profile-instance``."""
 
 from __future__ import annotations
 
 import argparse
-import logging
 import math
 import platform
 import re
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import ValidationError
 
+from schedlab.cli.common import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    Parser,
+    list_of,
+    nonnegative_int,
+    positive_float,
+    positive_int,
+    stdout_console,
+)
 from schedlab.errors import InputError, require_torch
 
-log = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
-EXIT_OK, EXIT_FAILURE, EXIT_INTERRUPTED = 0, 1, 130
-
-
-def add_profile_command(sub: Any, common: argparse.ArgumentParser, parser_class: type) -> None:
+def add_profile_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     """Register ``profile`` and the profiler's tools on the top-level subparsers ``sub``."""
     _add_profile(sub, common)
     from schedlab.profiler.switch_table import add_table_command
-    add_table_command(sub, common, parser_class)
+    add_table_command(sub, common, Parser)
     from schedlab.profiler.to_instance import add_profile_instance_command
-    add_profile_instance_command(sub, common, parser_class)
+    add_profile_instance_command(sub, common, Parser)
 
 
 def _add_profile(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -45,58 +49,58 @@ def _add_profile(sub: Any, common: argparse.ArgumentParser) -> None:
                          help="re-time a sample of FILE's cells with its own settings and "
                          "report how far they moved (a profile taken on a busy host drifts); "
                          "no other option needed")
-    profile.add_argument("--check-cells", type=_positive_int, default=3, metavar="N",
+    profile.add_argument("--check-cells", type=positive_int, default=3, metavar="N",
                          help="cells --check re-times (default: %(default)s)")
-    profile.add_argument("--models", type=_list_of(str), metavar="M,M,...",
+    profile.add_argument("--models", type=list_of(str), metavar="M,M,...",
                          help="zoo models (resnet18, resnet50, transformer, lstm, recommender, "
                          "gpt)")
-    profile.add_argument("--sizes", type=_list_of(str), default=["tiny"], metavar="S,S,...",
+    profile.add_argument("--sizes", type=list_of(str), default=["tiny"], metavar="S,S,...",
                          help="model sizes: tiny, small, base (default: tiny)")
-    profile.add_argument("--batch-sizes", type=_list_of(_positive_int),
+    profile.add_argument("--batch-sizes", type=list_of(positive_int),
                          metavar="B,B,...", help="batch sizes per process")
-    profile.add_argument("--devices", type=_list_of(str), default=["cpu"],
+    profile.add_argument("--devices", type=list_of(str), default=["cpu"],
                          metavar="cpu[,cuda[=LABEL]]",
                          help="device types; LABEL names the type in instances (default for "
                          "CUDA: from the GPU's name, e.g. h100). Default: cpu")
-    profile.add_argument("--scale-factors", type=_list_of(_positive_int), default=[1],
+    profile.add_argument("--scale-factors", type=list_of(positive_int), default=[1],
                          metavar="N,N,...", help="devices per job (data parallel; default: 1)")
     profile.add_argument("--colocate", action="store_true",
                          help="also every pair of jobs sharing one device (Gavel)")
     profile.add_argument("--regimes", action="store_true",
                          help="also seconds per epoch at each batch size (Shockwave)")
-    profile.add_argument("--samples-per-epoch", type=_positive_int, default=50_000, metavar="N",
+    profile.add_argument("--samples-per-epoch", type=positive_int, default=50_000, metavar="N",
                          help="samples in an epoch for --regimes (default: %(default)s)")
     profile.add_argument("--techniques", action="store_true",
                          help="also Saturn's technique search: single on 1 device, ddp and fsdp "
                          "on each scale factor above 1")
-    profile.add_argument("--switches", type=_list_of(str), default=[],
+    profile.add_argument("--switches", type=list_of(str), default=[],
                          metavar="cold,warm,pipelined,resident",
                          help="also these switch costs per job (schedlab.profiler.switching)")
-    profile.add_argument("--switch-repeats", type=_positive_int, default=3, metavar="N",
+    profile.add_argument("--switch-repeats", type=positive_int, default=3, metavar="N",
                          help="timed switches per switch cell (default: %(default)s)")
-    profile.add_argument("--threads", type=_positive_int, default=1, metavar="T",
+    profile.add_argument("--threads", type=positive_int, default=1, metavar="T",
                          help="torch threads per worker process = per CPU device (default: 1)")
-    profile.add_argument("--warmup-steps", type=_nonnegative_int, default=3, metavar="N",
+    profile.add_argument("--warmup-steps", type=nonnegative_int, default=3, metavar="N",
                          help="untimed steps first (default: %(default)s)")
-    profile.add_argument("--min-steps", type=_positive_int, default=5, metavar="N",
+    profile.add_argument("--min-steps", type=positive_int, default=5, metavar="N",
                          help="timed steps at least, unless --max-seconds ends the cell "
                          "(default: %(default)s)")
-    profile.add_argument("--max-steps", type=_positive_int, default=200, metavar="N",
+    profile.add_argument("--max-steps", type=positive_int, default=200, metavar="N",
                          help="timed steps at most (default: %(default)s)")
-    profile.add_argument("--max-seconds", type=_positive_float, default=10.0, metavar="S",
+    profile.add_argument("--max-seconds", type=positive_float, default=10.0, metavar="S",
                          help="time limit of a cell's timed phase (default: %(default)s)")
-    profile.add_argument("--confidence", type=_positive_float, default=0.95, metavar="C",
+    profile.add_argument("--confidence", type=positive_float, default=0.95, metavar="C",
                          help="confidence level of the intervals (default: %(default)s)")
-    profile.add_argument("--target-halfwidth", type=_positive_float, default=0.05, metavar="R",
+    profile.add_argument("--target-halfwidth", type=positive_float, default=0.05, metavar="R",
                          help="stop when the CI half-width / mean step time <= R "
                          "(default: %(default)s)")
     profile.add_argument("--busy-neighbours", action="store_true",
                          help="CPU: while a cell is timed, every CPU device it does not use "
                          "runs the same job untimed (the conditions of a replay that keeps "
                          "every device busy; docs/profiler.md)")
-    profile.add_argument("--seed", type=_nonnegative_int, default=0, metavar="S",
+    profile.add_argument("--seed", type=nonnegative_int, default=0, metavar="S",
                          help="seed of the weights and synthetic batches (default: 0)")
-    profile.add_argument("--cell-timeout", type=_positive_float, default=600.0, metavar="S",
+    profile.add_argument("--cell-timeout", type=positive_float, default=600.0, metavar="S",
                          help="a cell's workers are stopped after S seconds and the cell "
                          "recorded as error (default: %(default)s)")
     profile.add_argument("--out", metavar="FILE",
@@ -107,45 +111,7 @@ def _add_profile(sub: Any, common: argparse.ArgumentParser) -> None:
     profile.set_defaults(handler=_cmd_profile)
 
 
-# ------------------------------------------------------------------------------ values
-
-
-def _list_of(item: Callable[[str], T]) -> Callable[[str], list[T]]:
-    def parse(text: str) -> list[T]:
-        parts = [part.strip() for part in text.split(",")]
-        if not parts or any(not part for part in parts):
-            raise argparse.ArgumentTypeError(f"{text!r}: expected a comma-separated list")
-        return [item(part) for part in parts]
-
-    return parse
-
-
-def _int_at_least(text: str, lowest: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < lowest:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least {lowest}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    return _int_at_least(text, 1)
-
-
-def _nonnegative_int(text: str) -> int:
-    return _int_at_least(text, 0)
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
-    return value
+# -------------------------------------------------------------------- devices and options
 
 
 _LABEL = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
@@ -348,15 +314,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
 def _report(result: Any, out: Path) -> None:
     from rich.table import Table
 
-    from schedlab.cli import _console
-
     table = Table(title=f"measured {len(result.measured)} cell(s), kept {result.skipped} "
                   f"already ok; {out}")
     for column in ("cell", "status", "value"):
         table.add_column(column)
     for cell in result.measured:
         table.add_row(cell.key, cell.status, _value_text(cell))
-    _console().print(table)
+    stdout_console().print(table)
 
 
 def _value_text(cell: Any) -> str:

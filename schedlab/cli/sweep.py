@@ -1,12 +1,16 @@
 """``schedlab sweep CONFIG.yaml``: every (workload, policy, load, seed) of a sweep file.
 
 The runs not yet in the output folder are simulated, one result file each
-(:func:`~schedlab.analysis.sweep.run_sweep` with the local process pool, or
-:func:`~schedlab.analysis.sweep_ray.run_sweep_ray` with ``--backend ray``), then one table
+(:func:`~schedlab.analysis.sweep.run_sweep`, on the local process pool or with
+``--backend ray`` as Ray tasks: the experiment runner's engine), then one table
 of mean ± std over seeds per (workload, policy, load) is printed.  The file is checked first
 (:func:`~schedlab.analysis.sweep_config.load_sweep_config`), then the policies, the Ray
 install and the first job stream of every workload, so a mistake exits with code 2 before
 anything is run or written.  See docs/sweep.md.
+
+A file whose ``schema`` is ``schedlab/experiment@1`` is an experiment spec instead: it runs
+through the experiment runner (:func:`schedlab.cli.tables.cmd_experiment_file`,
+docs/experiments.md).
 """
 
 from __future__ import annotations
@@ -14,10 +18,10 @@ from __future__ import annotations
 import argparse
 import logging
 import math
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from schedlab.cli.common import EXIT_OK, fmt_mean_std, positive_int, stdout_console
 from schedlab.defaults import UNFAIR_THRESHOLD
 from schedlab.errors import InputError
 
@@ -27,22 +31,12 @@ if TYPE_CHECKING:  # imported when the command runs: the CLI starts without pand
     from schedlab.analysis.sweep import SweepReport
     from schedlab.analysis.sweep_config import SweepConfig
 
-log = logging.getLogger(__name__)
+#: The name its log lines have always carried (``WARNING schedlab.analysis.sweep_cli: ...``),
+#: from before this module moved into the cli package.
+log = logging.getLogger("schedlab.analysis.sweep_cli")
 
-#: Table width when stdout is not a terminal.
-PIPE_WIDTH = 160
 #: --backend choices (the same as sweep_config.BACKENDS).
 BACKEND_CHOICES = ("local", "ray")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be an integer >= 1")
-    return value
 
 
 def add_sweep_command(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -58,19 +52,35 @@ def add_sweep_command(sub: Any, common: argparse.ArgumentParser) -> None:
                         "(pip install 'schedlab[ray]')")
     parser.add_argument("--address", metavar="ADDR",
                         help="Ray cluster to connect to (default: start a local instance)")
-    parser.add_argument("--workers", type=_positive_int, metavar="N",
+    parser.add_argument("--workers", type=positive_int, metavar="N",
                         help="simulations in parallel: local processes, or the CPUs of a "
                         "local Ray instance (default: the file's, else 1)")
     parser.add_argument("--out", metavar="DIR",
-                        help="output folder (default: the file's 'out', relative to the file)")
+                        help="output folder (default: the file's 'out', relative to the file; "
+                        "an experiment spec: the current folder)")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME",
+                        help="experiment spec only: apply its named variant (repeatable)")
+    parser.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                        dest="overrides",
+                        help="experiment spec only: override a field (PATH+=VALUE appends; "
+                        "docs/experiments.md)")
     parser.set_defaults(handler=cmd_sweep)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Handler of ``schedlab sweep``; returns the exit code."""
     from schedlab.analysis import sweep
+    from schedlab.analysis.experiments.spec import is_experiment_document
     from schedlab.analysis.sweep_config import load_sweep_config
+    from schedlab.documents import parse_yaml, read_text
 
+    if is_experiment_document(parse_yaml(read_text(args.config), args.config)):
+        from schedlab.cli.tables import cmd_experiment_file
+
+        return cmd_experiment_file(args, args.config)
+    if args.overrides or args.variant:
+        raise InputError("--set and --variant apply to experiment specs (schema: "
+                         "schedlab/experiment@1), not to plain sweep files", field="--set")
     config = load_sweep_config(args.config)
     backend = args.backend or config.backend
     address = args.address if args.address is not None else config.address
@@ -85,7 +95,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise InputError("--address needs --backend ray", field="--address")
     check_inputs(config)
     if backend == "ray":
-        from schedlab.analysis.sweep_ray import import_ray
+        from schedlab.analysis.experiments.backends import import_ray
 
         import_ray()
 
@@ -93,20 +103,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     progress = not args.quiet
     log.info("%d runs (%d workloads x %d policies x loads x %d seeds) -> %s", len(specs),
              len(config.workloads), len(config.policies), len(config.seeds), out)
-    if backend == "ray":
-        from schedlab.analysis.sweep_ray import run_sweep_ray
-
-        report = run_sweep_ray(specs, out, address=address, workers=workers, fmt=config.fmt,
-                               progress=progress)
-    else:
-        report = sweep.run_sweep(specs, out, workers=workers, fmt=config.fmt,
-                                 progress=progress)
+    report = sweep.run_sweep(specs, out, workers=workers, fmt=config.fmt, progress=progress,
+                             backend=backend, address=address,
+                             description="simulating (ray)" if backend == "ray"
+                             else "simulating")
     if report.skipped:
         log.warning("%d of %d runs were already in %s; reused", len(report.skipped),
                     report.total, out)
     table = summary_table(config, report)
     print_summary(config, table, quiet=args.quiet, ran=len(report.ran), out=out)
-    return 0
+    return EXIT_OK
 
 
 def check_inputs(config: SweepConfig) -> None:
@@ -155,28 +161,18 @@ def _fmt_load(value: Any) -> str:
     return f"{value:g}"
 
 
-def _fmt_mean_std(mean: float, std: float, scale: float, spec: str, seeds: int) -> str:
-    if mean is None or math.isnan(mean):
-        return "-"
-    text = format(mean * scale, spec)
-    return f"{text} ± {format(std * scale, spec)}" if seeds > 1 else text
-
-
 def print_summary(config: SweepConfig, table: pd.DataFrame, *, quiet: bool, ran: int,
                   out: Path) -> None:
     """The summary on stdout: a rich table, or with ``quiet`` one line per row."""
-    from rich.console import Console
     from rich.table import Table
 
     from schedlab.analysis.metrics import TABLE_METRICS
 
-    console = Console(file=sys.stdout, highlight=False, soft_wrap=True, markup=False)
-    if not console.is_terminal:
-        console.width = max(console.width, PIPE_WIDTH)
+    console = stdout_console()
     rows = table.to_dict("records")
     if quiet:
         for row in rows:
-            cells = " ".join(f"{key}={_fmt_mean_std(row[f'{key}_mean'], 0.0, 1.0, '.6g', 1)}"
+            cells = " ".join(f"{key}={fmt_mean_std(row[f'{key}_mean'], 0.0, 1.0, '.6g', 1)}"
                              for key, _, _, _ in TABLE_METRICS)
             console.print(f"{row['workload']} {row['policy']} "
                           f"jobs_per_hour={_fmt_load(row['jobs_per_hour'])} "
@@ -194,7 +190,7 @@ def print_summary(config: SweepConfig, table: pd.DataFrame, *, quiet: bool, ran:
     for row in rows:
         out_table.add_row(str(row["workload"]), str(row["policy"]),
                           _fmt_load(row["jobs_per_hour"]),
-                          *[_fmt_mean_std(row[f"{key}_mean"], row[f"{key}_std"], scale, spec,
+                          *[fmt_mean_std(row[f"{key}_mean"], row[f"{key}_std"], scale, spec,
                                           row["seeds"])
                             for key, _, scale, spec in TABLE_METRICS])
     console.print(out_table)

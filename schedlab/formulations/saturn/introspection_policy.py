@@ -4,8 +4,11 @@ at every boundary and adopt the new plan only when it is clearly better.
 Saturn (Nagrecha & Kumar, VLDB'24) plans on *estimated* runtimes; while the plan runs, the
 scheduler learns how fast each job really is and re-plans.  :class:`SaturnIntrospection` is
 the deciding half of that loop; the world it runs in (true runtimes, restarts, time) is
-:func:`schedlab.simulator.nodes.simulate_nodes`.  The model and its choices are described in
-``docs/formulations/saturn.md`` (section "Introspection").
+:func:`schedlab.formulations.saturn.execution.simulate_nodes` (the simulator's node-level mode).
+The model and its choices are described in ``docs/formulations/saturn.md`` (section
+"Introspection").  It lives with Saturn's formulations, not with the round-based policies,
+because the ``saturn.introspective`` formulation runs it and formulations never import the
+policies (docs/architecture.md, "Layers").
 
 **What the policy knows.**  The estimates r[j,o] (s), the restart cost rho (s), the state at
 the boundary t (progress phi_j, running segments, checkpoints) and the observed factor f_j of
@@ -15,7 +18,8 @@ runtime: f^_j r[j,o] (s); remaining: (1 - phi_j) f^_j r[j,o].
 **Decision at t.**
 
 1. predicted(current) = the makespan (s) of the current plan run from the state at t by the
-   simulator's dispatch rule on the estimates (:func:`~schedlab.simulator.nodes.predict`);
+   simulator's dispatch rule on the estimates
+   (:func:`~schedlab.formulations.saturn.execution.predict`);
 2. the re-planning MILP (:func:`~schedlab.formulations.saturn.replan.build_replan`) on a grid
    of delta = (predicted(current) - t) / ``max_slots`` s, warm-started from the current plan
    (running jobs kept at slot 0, the others in the current plan's order at their earliest
@@ -40,13 +44,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from schedlab.formulations.saturn.data import Option
-from schedlab.formulations.saturn.replan import (
-    Move,
-    build_replan,
-    grid_list_schedule,
-    replan_moves,
-)
-from schedlab.simulator.nodes import (
+from schedlab.formulations.saturn.execution import (
     EPS,
     Execution,
     Plan,
@@ -55,10 +53,17 @@ from schedlab.simulator.nodes import (
     Runtime,
     predict,
 )
+from schedlab.formulations.saturn.replan import (
+    Move,
+    build_replan,
+    grid_list_schedule,
+    replan_moves,
+)
 from schedlab.solution import Status
 from schedlab.solvers import PersistentSolver, SolverOptions
 
-log = logging.getLogger(__name__)
+#: The module's name before it moved here: log lines keep their logger name.
+log = logging.getLogger("schedlab.policies.saturn_introspection")
 
 
 @dataclass
@@ -103,7 +108,7 @@ def resolve_options(
 
 class SaturnIntrospection:
     """The re-planning decision of Saturn's introspection (see the module docstring); a
-    :class:`~schedlab.simulator.nodes.NodePolicy`.
+    :class:`~schedlab.formulations.saturn.execution.NodePolicy`.
 
     Args:
         restart_cost_s: rho, seconds to resume a checkpointed job (known to the scheduler).

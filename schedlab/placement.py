@@ -1,6 +1,8 @@
 r"""The placement step: turn a round's assignments (job -> accelerator type) into GPU ids.
 
 A policy only says *which type* each gang runs on; the simulator chooses the concrete GPUs.
+Gavel's round mechanism (:mod:`schedlab.formulations.gavel.rounds`) places with the same
+rule, so it sits in the base layer, below both (docs/architecture.md, "Layers").
 GPUs of a type are numbered 0..n_k-1.  When the pool is split into nodes (``gpus_per_node``
 g, or ``count / nodes``), node i holds the ids i g .. i g + g - 1.
 

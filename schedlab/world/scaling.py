@@ -1,6 +1,6 @@
 """Runtime estimates calibrated to published multi-GPU speed-ups (Saturn's configurations).
 
-The analytic cost model (:mod:`schedlab.profiler.parallelism`) predicts near-linear
+The analytic cost model (:mod:`schedlab.world.parallelism`) predicts near-linear
 speed-ups. A :class:`ScalingProfile` replaces, for each technique it covers, the runtime on
 g GPUs by
 
@@ -12,7 +12,7 @@ where T_1 = B c P s / F is the analytic one-GPU compute time of one optimizer st
 largest point of t, or t has no points, the analytic runtime is kept. Memory, feasibility and
 which (technique, g) pairs exist are the analytic model's.
 
-:func:`published_profile` builds the profile from :mod:`schedlab.profiler.scaling_data`
+:func:`published_profile` builds the profile from :mod:`schedlab.world.scaling_data`
 (sources in ``docs/saturn-calibration.md``). :data:`SCALINGS` names the two choices callers
 offer: ``"analytic"`` (the cost model, the default of :func:`estimate_configs`) and
 ``"published"``.
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 
 from schedlab.errors import InputError
 from schedlab.instance import SaturnConfig
-from schedlab.profiler.parallelism import (
+from schedlab.world.parallelism import (
     DEFAULT_GPU_COUNTS,
     TECHNIQUES,
     Estimate,
@@ -39,7 +39,7 @@ from schedlab.profiler.parallelism import (
     get_gpu,
     get_technique,
 )
-from schedlab.profiler.scaling_data import PUBLISHED_FIGURES
+from schedlab.world.scaling_data import PUBLISHED_FIGURES
 
 #: Names of the runtime models a caller can choose.
 SCALINGS: tuple[str, ...] = ("analytic", "published")
@@ -94,7 +94,7 @@ class ScalingProfile:
 
 def published_profile() -> ScalingProfile:
     """The profile of every published figure marked ``used``
-    (:data:`~schedlab.profiler.scaling_data.PUBLISHED_FIGURES`)."""
+    (:data:`~schedlab.world.scaling_data.PUBLISHED_FIGURES`)."""
     return ScalingProfile({f.technique: f.speedups for f in PUBLISHED_FIGURES if f.used},
                           name="published")
 
@@ -108,7 +108,7 @@ def configs_for(
     scaling: str | ScalingProfile = "analytic",
     digits: int | None = 1,
 ) -> list[SaturnConfig]:
-    """``Job.configs`` as :func:`~schedlab.profiler.parallelism.estimate_configs` lists them
+    """``Job.configs`` as :func:`~schedlab.world.parallelism.estimate_configs` lists them
     (sorted by GPUs then technique, infeasible ones kept, rounded to ``digits``), with
     runtimes from ``scaling``: ``"analytic"``, ``"published"`` or a :class:`ScalingProfile`."""
     if isinstance(scaling, str):

@@ -52,7 +52,9 @@ one LSTM; FastGCN: two layers 602-128-41 on Reddit; GraphSAGE: two mean-aggregat
 602-256-41 with concatenation).  Every number is a constructor argument, to be replaced by the
 profiler's measurements.
 
-**Measured costs** (:class:`MeasuredSwitch`, :func:`hare_switch_from_profile`).  A
+**Measured costs** (:class:`MeasuredSwitch`, built by
+:func:`schedlab.profiler.switch_costs.hare_switch_from_profile`: reading a profile is the
+profiler's part, above the formulations that read the models here).  A
 throughput file's switch cells (:mod:`schedlab.profiler.switching`, docs/switch-costs.md)
 give, per zoo job and device, the measured seconds of a ``cold``, ``pipelined`` and
 ``resident`` switch (each including the first step).  Mapping each Hare model to a zoo job and
@@ -68,14 +70,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal, Protocol
 
 from schedlab.errors import InputError
 from schedlab.instance import Instance
-
-if TYPE_CHECKING:
-    from schedlab.profiler.matrix import ThroughputFile
 
 #: Host-to-device link rate per direction, GB/s (PCIe 3.0 x16: 15.75, PCIe 4.0 x16: 31.5).
 PCIE_GB_PER_S: Mapping[str, float] = {
@@ -248,51 +246,6 @@ class MeasuredSwitch:
         if self.resident_s is None or not ctx.resident:
             return load
         return min(self._lookup(self.resident_s, ctx), load)
-
-
-#: The measured switch kind behind each switch model: (not resident, resident).
-_PROFILE_KINDS: Mapping[SwitchKind, tuple[str, str | None]] = {
-    "default": ("cold", None), "pipelined": ("pipelined", None),
-    "hare": ("pipelined", "resident"),
-}
-
-
-def hare_switch_from_profile(
-    profile: str | Path | ThroughputFile,
-    kind: SwitchKind,
-    models: Mapping[str, str],
-    devices: Mapping[str, str],
-) -> MeasuredSwitch:
-    """The ``kind`` switch model from a throughput file's measured switch seconds.
-
-    ``models`` maps each Hare model name (:func:`job_model`) to the zoo job measured for it
-    (``model/size@batch``); ``devices`` maps each GPU type to the profile's device label.
-    ``default`` takes the ``cold`` cells, ``pipelined`` the ``pipelined`` cells, ``hare`` the
-    ``pipelined`` cells plus the ``resident`` cells (module docstring).  A missing cell is an
-    :class:`~schedlab.errors.InputError` naming the job, kind and device."""
-    from schedlab.profiler.matrix import ThroughputFile, load_throughputs
-
-    data = profile if isinstance(profile, ThroughputFile) else load_throughputs(profile)
-    source = None if isinstance(profile, ThroughputFile) else str(profile)
-    if kind not in _PROFILE_KINDS:
-        raise InputError(f"unknown switch model {kind!r} (known: {', '.join(SWITCH_KINDS)})",
-                         field="switch_model")
-    load_kind, resident_kind = _PROFILE_KINDS[kind]
-
-    def table(measured_kind: str) -> dict[tuple[str, str], float]:
-        out: dict[tuple[str, str], float] = {}
-        for model, job in models.items():
-            for gpu_type, device in devices.items():
-                seconds = data.switch_seconds(job, device, measured_kind)
-                if seconds is None:
-                    raise InputError(f"no {measured_kind} switch measured for {job!r} on "
-                                     f"{device!r} (model {model!r}, GPU type {gpu_type!r})",
-                                     file=source, field="cells")
-                out[model, gpu_type.lower()] = seconds
-        return out
-
-    resident = table(resident_kind) if resident_kind is not None else None
-    return MeasuredSwitch(table(load_kind), resident, kind)
 
 
 def switch_model(kind: SwitchKind) -> SwitchModel:
