@@ -94,6 +94,12 @@ def test_a_bad_table_field_is_refused_before_anything_runs(override: str, field:
     assert not any(tmp_path.iterdir())
 
 
+def test_a_bare_policy_name_is_a_row() -> None:
+    spec = shipped_experiment("titan", overrides=["policies+=fifo"])
+    assert spec.policies[-1].name == "fifo" and spec.policies[-1].label is None
+    assert plan_experiment(spec).settings.policies[-1] == ("fifo", "fifo", {})
+
+
 def test_unknown_variant_lists_the_known_ones() -> None:
     with pytest.raises(InputError, match="quick"):
         shipped_experiment("titan", variants=["fast"])

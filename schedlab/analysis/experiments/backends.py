@@ -21,6 +21,7 @@ import multiprocessing
 import os
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from schedlab.errors import InputError
@@ -142,7 +143,7 @@ Registration = tuple[str, str, Any, str, dict[str, Any]]
 def runtime_registrations() -> tuple[Registration, ...]:
     """The policies and formulations this process registered at run time (a script's
     ``register_policy``) whose factory pickles: a worker started with forkserver, spawn or
-    Ray registers them again before it computes (:func:`call_registered`); entry-point
+    Ray registers them again before it computes (:func:`call_in_context`); entry-point
     plug-ins and built-ins load there by themselves."""
     import pickle
 
@@ -164,18 +165,40 @@ def runtime_registrations() -> tuple[Registration, ...]:
     return tuple(found)
 
 
+@dataclass(frozen=True)
+class WorkerContext:
+    """What a worker takes from the runner before each cell: the run-time registrations, and
+    for local workers the runner's environment variables and working folder (a fork server's
+    workers otherwise keep those of the moment the server started)."""
+
+    registrations: tuple[Registration, ...] = ()
+    environ: dict[str, str] | None = None
+    cwd: str | None = None
+
+    @classmethod
+    def of_this_process(cls, backend: str) -> WorkerContext:
+        """The context to send: registrations always, environment and folder for ``local``."""
+        if backend == "local":
+            return cls(runtime_registrations(), dict(os.environ), os.getcwd())
+        return cls(runtime_registrations())
+
+
 #: Registrations this worker process has made already.
 _REGISTERED: set[tuple[str, str]] = set()
 
 
-def call_registered(registrations: tuple[Registration, ...], fn: Callable[..., Any],
-                    /, *args: Any) -> Any:
-    """``fn(*args)`` after registering ``registrations`` in this process (once each)."""
-    if registrations:
+def call_in_context(context: WorkerContext, fn: Callable[..., Any], /, *args: Any) -> Any:
+    """``fn(*args)`` in this worker after taking on ``context`` (registrations once each)."""
+    if context.environ is not None and context.environ != os.environ:
+        os.environ.clear()
+        os.environ.update(context.environ)
+    if context.cwd is not None and context.cwd != os.getcwd():
+        os.chdir(context.cwd)
+    if context.registrations:
         from schedlab.policies.registry import POLICIES
         from schedlab.registry import FORMULATIONS
 
-        for kind, name, factory, description, defaults in registrations:
+        for kind, name, factory, description, defaults in context.registrations:
             if (kind, name) in _REGISTERED:
                 continue
             registry: Any = POLICIES if kind == "policy" else FORMULATIONS
@@ -194,5 +217,5 @@ def make_pool(backend: str, workers: int, address: str | None = None) -> Pool:
     return local_pool(workers)
 
 
-__all__ = ["INSTALL_HINT", "Pool", "RayPool", "import_ray", "local_pool", "make_pool",
-           "start_method"]
+__all__ = ["INSTALL_HINT", "Pool", "RayPool", "WorkerContext", "call_in_context", "import_ray",
+           "local_pool", "make_pool", "runtime_registrations", "start_method"]

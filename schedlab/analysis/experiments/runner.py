@@ -28,11 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from schedlab.analysis.experiments.backends import (
-    call_registered,
-    make_pool,
-    runtime_registrations,
-)
+from schedlab.analysis.experiments.backends import WorkerContext, call_in_context, make_pool
 from schedlab.analysis.experiments.kind import TableKind, table_kind
 from schedlab.analysis.experiments.spec import Experiment
 from schedlab.analysis.tables import output
@@ -216,11 +212,11 @@ def run_cached(cells: Sequence[CellT], *, compute: Callable[[CellT], Any],
             drain_in_process(queue, compute, finished)
         elif pending:
             size = min(workers, len(pending))
-            plugins = runtime_registrations()
+            context = WorkerContext.of_this_process(backend)
             inflight: dict[Future[Any], CellT] = {}
 
             def submit(executor: Any, cell: CellT) -> Future[Any]:
-                future: Future[Any] = executor.submit(call_registered, plugins, compute, cell)
+                future: Future[Any] = executor.submit(call_in_context, context, compute, cell)
                 inflight[future] = cell
                 return future
 

@@ -39,7 +39,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from schedlab.documents import parse_yaml, read_text
 from schedlab.errors import InputError
@@ -66,7 +73,13 @@ class WorkloadEntry(_Strict):
 
 
 class PolicyEntry(_Strict):
-    """One row of the report: a registered policy or formulation ``name`` with ``options``."""
+    """One row of the report: a registered policy or formulation ``name`` with ``options``
+    (a bare name is short for ``{name: NAME}``: ``--set policies+=fifo``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_name(cls, value: Any) -> Any:
+        return {"name": value} if isinstance(value, str) else value
 
     name: str = Field(description="registered name, e.g. srtf or hare.greedy")
     label: str | None = Field(default=None, description="row label (default: the name)")

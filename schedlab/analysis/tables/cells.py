@@ -16,27 +16,19 @@ import json
 import logging
 import math
 import re
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
 from schedlab.atomic import write_bytes_atomic
+from schedlab.errors import InputError
 
 log = logging.getLogger(__name__)
 
 
-class CachedCell(Protocol):
-    """A cell knows the name of its file (digest included)."""
-
-    @property
-    def file_name(self) -> str: ...
-
-
-CellT = TypeVar("CellT", bound=CachedCell)
 ResultT = TypeVar("ResultT")
-KeyT = TypeVar("KeyT", bound=Hashable)
 
 
 @functools.cache
@@ -78,6 +70,15 @@ def read_cell_json(path: Path, parse: Callable[[dict[str, Any]], ResultT]) -> Re
         return None
 
 
+def check_seeds(seeds: Sequence[int]) -> None:
+    """Raise :class:`~schedlab.errors.InputError` (field ``seeds``) unless the table's seeds
+    are distinct integers >= 0, at least one."""
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise InputError("the table needs distinct seeds", field="seeds")
+    if any(s < 0 for s in seeds):
+        raise InputError("seeds must be >= 0", field="seeds")
+
+
 def mean_std(values: Sequence[float]) -> tuple[float, float]:
     """(mean, sample standard deviation) over seeds; std 0 for one value; NaN when any value
     is NaN or there is none."""
@@ -94,4 +95,5 @@ def ratio(value: float, reference: float) -> float:
     return value / reference
 
 
-__all__ = ["code_digest", "file_safe", "mean_std", "ratio", "read_cell_json", "write_cell_json"]
+__all__ = ["check_seeds", "code_digest", "file_safe", "mean_std", "ratio", "read_cell_json",
+           "write_cell_json"]

@@ -65,7 +65,7 @@ from schedlab.analysis import cross_workloads as cw
 from schedlab.analysis import metrics
 from schedlab.analysis.experiments.kind import TableKind
 from schedlab.analysis.experiments.spec import Experiment, FieldReader
-from schedlab.analysis.tables.cells import code_digest, file_safe, mean_std
+from schedlab.analysis.tables.cells import check_seeds, code_digest, file_safe, mean_std
 from schedlab.analysis.tables.output import Block, Document, Heading, pm
 from schedlab.errors import InputError, SchedlabError
 from schedlab.instance import Instance
@@ -156,10 +156,7 @@ def quick_settings(**overrides: Any) -> TableSettings:
 
 def check_settings(settings: TableSettings) -> None:
     """Raise :class:`~schedlab.errors.InputError` for settings that cannot make a table."""
-    if not settings.seeds or len(set(settings.seeds)) != len(settings.seeds):
-        raise InputError("the table needs distinct seeds", field="--seeds")
-    if any(s < 0 for s in settings.seeds):
-        raise InputError("seeds must be >= 0", field="--seeds")
+    check_seeds(settings.seeds)
     if settings.jobs < 1:
         raise InputError("the workloads need at least one job", field="--jobs")
     if settings.gpus < 1 or sum(settings.heterogeneous.values()) < 1:

@@ -62,7 +62,7 @@ import pandas as pd
 from schedlab.analysis.experiments.kind import TableKind
 from schedlab.analysis.experiments.spec import Experiment, FieldReader
 from schedlab.analysis.tables import output
-from schedlab.analysis.tables.cells import code_digest, file_safe, mean_std, ratio
+from schedlab.analysis.tables.cells import check_seeds, code_digest, file_safe, mean_std, ratio
 from schedlab.analysis.tables.output import Block, Document, Heading, pm
 from schedlab.errors import InputError
 from schedlab.instance import Instance
@@ -191,10 +191,7 @@ def check_settings(settings: TableSettings) -> None:
     """Raise :class:`~schedlab.errors.InputError` for settings that cannot make a table."""
     from schedlab.policies.registry import get_policy
 
-    if not settings.seeds or len(set(settings.seeds)) != len(settings.seeds):
-        raise InputError("the table needs distinct seeds", field="--seeds")
-    if any(s < 0 for s in settings.seeds):
-        raise InputError("seeds must be >= 0", field="--seeds")
+    check_seeds(settings.seeds)
     if settings.jobs < 1 or (settings.trace_jobs is not None and settings.trace_jobs < 1):
         raise InputError("job counts must be >= 1", field="--jobs")
     if not settings.rates and settings.trace is None:

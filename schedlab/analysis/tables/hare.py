@@ -62,7 +62,7 @@ import pandas as pd
 from schedlab.analysis.experiments.kind import TableKind
 from schedlab.analysis.experiments.spec import Experiment, FieldReader, frozen
 from schedlab.analysis.tables import output
-from schedlab.analysis.tables.cells import code_digest, file_safe, mean_std, ratio
+from schedlab.analysis.tables.cells import check_seeds, code_digest, file_safe, mean_std, ratio
 from schedlab.analysis.tables.output import Block, Document, Heading, pm
 from schedlab.errors import InputError, UnknownNameError
 from schedlab.instance import Instance
@@ -151,10 +151,7 @@ def quick_settings(**overrides: Any) -> TableSettings:
 
 def check_settings(settings: TableSettings) -> None:
     """Raise :class:`~schedlab.errors.InputError` for settings that cannot make a table."""
-    if not settings.seeds or len(set(settings.seeds)) != len(settings.seeds):
-        raise InputError("the table needs distinct seeds", field="--seeds")
-    if any(s < 0 for s in settings.seeds):
-        raise InputError("seeds must be >= 0", field="--seeds")
+    check_seeds(settings.seeds)
     if not settings.jobs or any(n < 1 for n in (*settings.jobs, settings.sweep_jobs)):
         raise InputError("job counts must be >= 1", field="--jobs")
     if not settings.gpus or any(g < 1 for g in settings.gpus):
