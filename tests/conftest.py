@@ -247,3 +247,26 @@ def assert_table_files() -> Callable[[Any, Path, str, list[int]], None]:
             assert cell.suffix == ".json" and isinstance(json.loads(cell.read_text()), dict)
 
     return check
+
+
+def quick_cli_on_spec_cells(table: str, spec_folder: Path, out: Path) -> tuple[int, Path, str]:
+    """``schedlab tables TABLE --quick`` (the command as before the experiment runner) into
+    ``out`` holding a copy of the cells the shipped spec's quick variant computed in
+    ``spec_folder``: the command must plan the same cells, so it computes and writes none
+    again (asserted), and its Markdown and CSV must equal the spec run's.  Returns (exit
+    code, ``out``, stdout)."""
+    import contextlib
+    import io
+    import shutil
+
+    from schedlab.cli import main
+
+    shutil.copytree(spec_folder / "cells", out / "cells")
+    before = {p.name: p.stat().st_mtime_ns for p in (out / "cells").iterdir()}
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        code = main(["tables", table, "--quick", "--workers", "1", "--out", str(out)])
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "cells").iterdir()} == before
+    for made in (f"{table}.md", f"{table}.csv"):
+        assert (out / made).read_text() == (spec_folder / made).read_text()
+    return code, out, buffer.getvalue()

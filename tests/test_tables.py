@@ -7,6 +7,7 @@ import hashlib
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -185,30 +186,37 @@ def test_exit_code_is_1_when_a_row_has_a_checker_violation() -> None:
     assert st.KIND.exit_code(SaturnTable(TableSettings(), [row, bad])) == 1
 
 
+def _quick_report_files(folder: Path) -> dict[str, Any]:
+    """Check the quick table's files (rows by hand: the three-jobs instance's time-indexed
+    optimum is 180 s) and the manifest's file digests; returns the manifest."""
+    frame = pd.read_csv(folder / st.CSV_NAME)
+    assert list(frame["method"]) == [label for label, _ in PLAN_METHODS] + list(NOISY_METHODS)
+    assert (frame["instance"] == "three-jobs").all()
+    ti = frame[(frame["method"] == "time-indexed MILP")].iloc[0]
+    assert ti["makespan_s"] == pytest.approx(180.0)  # the hand-checked optimum
+    markdown = (folder / st.MARKDOWN_NAME).read_text()
+    latex = (folder / st.LATEX_NAME).read_text()
+    assert "| three-jobs | time-indexed MILP | - | 180.0 |" in markdown
+    assert r"three-jobs & time-indexed MILP & - & 180.0 &" in latex
+    assert latex.count(r"\\") == 1 + len(frame)  # header + one line per row
+    assert r"$\sigma$=0.2" in latex and "σ" not in latex
+    data: dict[str, Any] = json.loads((folder / st.MANIFEST_NAME).read_text())
+    assert [f["name"] for f in data["files"]] == [st.MARKDOWN_NAME, st.CSV_NAME, st.LATEX_NAME]
+    for entry in data["files"]:
+        digest = hashlib.sha256((folder / entry["name"]).read_bytes()).hexdigest()
+        assert entry["sha256"] == digest
+    return data
+
+
 def test_quick_experiment_writes_the_report_and_its_cell(tmp_path: Path) -> None:
     spec = shipped_experiment("saturn", variants=["quick"],
                               overrides=["simulator.restart_cost_s=30"])
     outcome = run_experiment(spec, tmp_path)
     assert outcome.exit_code == 0
     assert "restart cost 30 s" in outcome.markdown
-    frame = pd.read_csv(tmp_path / st.CSV_NAME)
-    assert list(frame["method"]) == [label for label, _ in PLAN_METHODS] + list(NOISY_METHODS)
-    assert (frame["instance"] == "three-jobs").all()
-    ti = frame[(frame["method"] == "time-indexed MILP")].iloc[0]
-    assert ti["makespan_s"] == pytest.approx(180.0)  # the hand-checked optimum
-    markdown = (tmp_path / st.MARKDOWN_NAME).read_text()
-    latex = (tmp_path / st.LATEX_NAME).read_text()
-    assert "| three-jobs | time-indexed MILP | - | 180.0 |" in markdown
-    assert r"three-jobs & time-indexed MILP & - & 180.0 &" in latex
-    assert latex.count(r"\\") == 1 + len(frame)  # header + one line per row
-    assert r"$\sigma$=0.2" in latex and "σ" not in latex
-    data = json.loads((tmp_path / st.MANIFEST_NAME).read_text())
+    data = _quick_report_files(tmp_path)
     assert data["seeds"] == [0] and data["settings"]["restart_cost_s"] == 30.0
     assert data["experiment"]["simulator"]["restart_cost_s"] == 30
-    assert [f["name"] for f in data["files"]] == [st.MARKDOWN_NAME, st.CSV_NAME, st.LATEX_NAME]
-    for entry in data["files"]:
-        digest = hashlib.sha256((tmp_path / entry["name"]).read_bytes()).hexdigest()
-        assert entry["sha256"] == digest
     assert len(list((tmp_path / st.CELLS_FOLDER).glob("three-jobs__*.json"))) == 1
 
 
@@ -220,24 +228,9 @@ def test_cli_tables_saturn(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     assert "three-jobs" in out and "introspective" in out and "time-indexed MILP" in out
     assert "restart cost 30 s" in " ".join(out.split())
     # --quick --out: the same rows as Markdown, CSV and LaTeX, and a manifest of the files
-    frame = pd.read_csv(tmp_path / st.CSV_NAME)
-    assert list(frame["method"]) == [label for label, _ in PLAN_METHODS] + list(NOISY_METHODS)
-    assert (frame["instance"] == "three-jobs").all()
-    ti = frame[(frame["method"] == "time-indexed MILP")].iloc[0]
-    assert ti["makespan_s"] == pytest.approx(180.0)  # the hand-checked optimum
-    markdown = (tmp_path / st.MARKDOWN_NAME).read_text()
-    latex = (tmp_path / st.LATEX_NAME).read_text()
-    assert "| three-jobs | time-indexed MILP | - | 180.0 |" in markdown
-    assert r"three-jobs & time-indexed MILP & - & 180.0 &" in latex
-    assert latex.count(r"\\") == 1 + len(frame)  # header + one line per row
-    assert r"$\sigma$=0.2" in latex and "σ" not in latex
-    data = json.loads((tmp_path / st.MANIFEST_NAME).read_text())
+    data = _quick_report_files(tmp_path)
     assert data["command"] == ["schedlab", *argv]
     assert data["seeds"] == [0] and data["settings"]["restart_cost_s"] == 30.0
-    assert [f["name"] for f in data["files"]] == [st.MARKDOWN_NAME, st.CSV_NAME, st.LATEX_NAME]
-    for entry in data["files"]:
-        digest = hashlib.sha256((tmp_path / entry["name"]).read_bytes()).hexdigest()
-        assert entry["sha256"] == digest
 
 
 def test_cli_tables_needs_a_table_name(capsys: pytest.CaptureFixture[str]) -> None:

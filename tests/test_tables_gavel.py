@@ -8,14 +8,13 @@ from the per-job table's finish and arrival columns."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import quick_cli_on_spec_cells
 
 from schedlab.analysis.experiments.runner import (
     compute_table,
@@ -36,13 +35,12 @@ CLUSTER = {"v100": 36, "p100": 36, "k80": 36}
 
 
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Path, str]:
-    """The quick table through the command line, once for the module."""
-    out = tmp_path_factory.mktemp("quick")
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        code = main(["tables", "gavel", "--quick", "--workers", "1", "--out", str(out)])
-    return code, out, buffer.getvalue()
+def quick_run(tmp_path_factory: pytest.TempPathFactory, quick_folder: Path
+              ) -> tuple[int, Path, str]:
+    """The quick table through the command line, once for the module, on the cells of the
+    shipped spec's quick variant (:func:`conftest.quick_cli_on_spec_cells`: the old command
+    and the spec plan the same cells and write the same table)."""
+    return quick_cli_on_spec_cells("gavel", quick_folder, tmp_path_factory.mktemp("quick"))
 
 
 @pytest.fixture(scope="module")

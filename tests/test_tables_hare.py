@@ -7,8 +7,6 @@ fields, and the gang conversion of a 2-job instance by hand."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -16,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from conftest import quick_cli_on_spec_cells
 
 from schedlab import solve
 from schedlab.analysis.experiments.runner import compute_table, plan_experiment, run_experiment
@@ -33,13 +32,12 @@ QUICK_CLUSTER = {"k80": 10, "p100": 7, "v100": 7}
 
 
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Path, str]:
-    """The quick table through the command line, once for the module."""
-    out = tmp_path_factory.mktemp("quick")
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        code = main(["tables", "hare", "--quick", "--workers", "1", "--out", str(out)])
-    return code, out, buffer.getvalue()
+def quick_run(tmp_path_factory: pytest.TempPathFactory, quick_table: Path
+              ) -> tuple[int, Path, str]:
+    """The quick table through the command line, once for the module, on the cells of the
+    shipped spec's quick variant (:func:`conftest.quick_cli_on_spec_cells`: the old command
+    and the spec plan the same cells and write the same table)."""
+    return quick_cli_on_spec_cells("hare", quick_table, tmp_path_factory.mktemp("quick"))
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from conftest import quick_cli_on_spec_cells
 
 from schedlab.analysis.experiments.runner import (
     compute_table,
@@ -39,16 +40,12 @@ CHEAP = (("AlloX", "allox"), ("Gandiva-fair", "gandiva_fair"))
 
 
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Path, str]:
-    """The quick table through the command line, once for the module: (code, folder, out)."""
-    out = tmp_path_factory.mktemp("quick")
-    import contextlib
-    import io
-
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        code = main(["tables", "shockwave", "--quick", "--workers", "1", "--out", str(out)])
-    return code, out, buffer.getvalue()
+def quick_run(tmp_path_factory: pytest.TempPathFactory, quick_table: Path
+              ) -> tuple[int, Path, str]:
+    """The quick table through the command line, once for the module, on the cells of the
+    shipped spec's quick variant (:func:`conftest.quick_cli_on_spec_cells`: the old command
+    and the spec plan the same cells and write the same table)."""
+    return quick_cli_on_spec_cells("shockwave", quick_table, tmp_path_factory.mktemp("quick"))
 
 
 @pytest.fixture(scope="module")

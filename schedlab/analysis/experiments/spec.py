@@ -379,6 +379,26 @@ class FieldReader:
             raise self.error(where, f"must be >= {at_least:g}, got {value}")
         return int(value) if integer else float(value)
 
+    def sections(self, generators: Iterable[str],
+                 params: Iterable[str] | Mapping[str, Iterable[str]],
+                 simulator: Iterable[str] = (), settings: Iterable[str] = ()
+                 ) -> tuple[WorkloadEntry, str]:
+        """Check the sections a table reads: one workload of one of ``generators`` (no
+        file) whose params are among ``params`` (or ``params[generator]``), the
+        ``simulator`` and ``settings`` keys among those given, at least one seed; returns
+        the workload and its generator."""
+        entry, generator = self.one_workload(generators)
+        if entry.file is not None:
+            raise self.error("workloads[0].file", f"{generator} generates its workload "
+                             "from params; it reads no workload file")
+        known = params[generator] if isinstance(params, Mapping) else params
+        self.only_keys("workloads[0].params", entry.params, known)
+        self.only_keys("simulator", self.spec.simulator, simulator)
+        self.only_keys("settings", self.spec.settings, settings)
+        if not self.spec.seeds:
+            raise self.error("seeds", "the table needs at least one seed")
+        return entry, generator
+
     def one_workload(self, generators: Iterable[str]) -> tuple[WorkloadEntry, str]:
         """The spec's one workload and its generator, which must be one of ``generators``."""
         known = tuple(generators)

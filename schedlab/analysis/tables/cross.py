@@ -202,13 +202,7 @@ def settings_from_spec(spec: Experiment) -> TableSettings:
       and ``settings.hare_max_rounds``.
     """
     read = FieldReader(spec)
-    entry, _ = read.one_workload((GENERATOR,))
-    if entry.file is not None:
-        raise read.error("workloads[0].file", f"{GENERATOR} generates its workloads; it "
-                         "reads no workload file")
-    read.only_keys("workloads[0].params", entry.params, PARAMS)
-    read.only_keys("simulator", spec.simulator, ("round_s",))
-    read.only_keys("settings", spec.settings, SETTINGS)
+    entry, _ = read.sections((GENERATOR,), PARAMS, simulator=("round_s",), settings=SETTINGS)
     if spec.report.reference is not None:
         raise read.error("report.reference", "this table has no reference policy (its heat "
                          "map divides by each workload's best)")

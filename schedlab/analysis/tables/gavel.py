@@ -238,13 +238,8 @@ def settings_from_spec(spec: Experiment) -> TableSettings:
     * ``seeds``; ``simulator.round_s``; ``settings.trace_first_seed_only`` (policy names).
     """
     read = FieldReader(spec)
-    entry, _ = read.one_workload((GENERATOR,))
-    if entry.file is not None:
-        raise read.error("workloads[0].file", f"{GENERATOR} reads its trace from "
-                         "params.trace, not a workload file")
-    read.only_keys("workloads[0].params", entry.params, PARAMS)
-    read.only_keys("simulator", spec.simulator, ("round_s",))
-    read.only_keys("settings", spec.settings, ("trace_first_seed_only",))
+    entry, _ = read.sections((GENERATOR,), PARAMS, simulator=("round_s",),
+                             settings=("trace_first_seed_only",))
     if spec.report.reference is not None:
         raise read.error("report.reference", "this table has no reference policy (its ratios "
                          "are agnostic / aware of each pair)")

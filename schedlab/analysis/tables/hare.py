@@ -191,12 +191,8 @@ def settings_from_spec(spec: Experiment) -> TableSettings:
     ``settings.lp_eps`` (the LP grid of ``hare.greedy``) and the report's reference, which
     can only be ``hare.greedy`` (the reductions are Hare's)."""
     read = FieldReader(spec)
-    entry, _ = read.one_workload((GENERATOR,))
-    read.only_keys("workloads[0].params", entry.params, WORKLOAD_PARAMS)
-    read.only_keys("simulator", spec.simulator, SIMULATOR_KEYS)
-    read.only_keys("settings", spec.settings, SETTINGS_KEYS)
-    if not spec.seeds:
-        raise read.error("seeds", "the table needs at least one seed")
+    entry, _ = read.sections((GENERATOR,), WORKLOAD_PARAMS, simulator=SIMULATOR_KEYS,
+                             settings=SETTINGS_KEYS)
     if spec.report.reference not in (None, REFERENCE):
         raise read.error("report.reference", f"this table's reductions are to {REFERENCE} "
                          f"(Hare), got {spec.report.reference!r}")

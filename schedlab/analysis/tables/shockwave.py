@@ -233,12 +233,8 @@ def settings_from_spec(spec: Experiment) -> TableSettings:
     from schedlab.workloads.throughputs import THROUGHPUT_SOURCES
 
     read = FieldReader(spec)
-    entry, _ = read.one_workload((GENERATOR,))
-    read.only_keys("workloads[0].params", entry.params, WORKLOAD_PARAMS)
-    read.only_keys("simulator", spec.simulator, SIMULATOR_KEYS)
-    read.only_keys("settings", spec.settings, SETTINGS_KEYS)
-    if not spec.seeds:
-        raise read.error("seeds", "the table needs at least one seed")
+    entry, _ = read.sections((GENERATOR,), WORKLOAD_PARAMS, simulator=SIMULATOR_KEYS,
+                             settings=SETTINGS_KEYS)
     values: dict[str, Any] = {"seeds": tuple(spec.seeds), "policies": _policies_of(read)}
     for name, value in entry.params.items():
         where = f"workloads[0].params.{name}"

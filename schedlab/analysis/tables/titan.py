@@ -187,11 +187,9 @@ def settings_from_spec(spec: Experiment) -> TableSettings:
     runner): one workload (``titan.paper`` or ``titan.generated`` with the parameters of
     :data:`PARAMS`), the policy rows, the seeds and the report's reference; checked."""
     read = FieldReader(spec)
-    entry, generator = read.one_workload(GENERATORS)
+    entry, generator = read.sections(
+        GENERATORS, {name: PARAMS[preset] for name, preset in GENERATORS.items()})
     preset = GENERATORS[generator]
-    read.only_keys("workloads[0].params", entry.params, PARAMS[preset])
-    read.only_keys("simulator", spec.simulator, ())
-    read.only_keys("settings", spec.settings, ())
     values: dict[str, Any] = {"preset": preset, "policies": policies_of(spec),
                               "seeds": tuple(spec.seeds)}
     for name, value in entry.params.items():
