@@ -88,6 +88,17 @@ def weighted_jct(df: pd.DataFrame) -> float:
     return float((weights * jct).sum() / weights.sum())
 
 
+def total_weighted_jct(df: pd.DataFrame, finish: str = "finish") -> float:
+    """Total weighted JCT = sum_j w_j (C_j - r_j), s (Hare's objective), with C_j the
+    ``finish`` column and r_j ``arrival``; NaN when a job did not finish (a total over part
+    of the jobs would not compare)."""
+    _require(df, "arrival", finish, "weight")
+    jct = df[finish].to_numpy() - df["arrival"].to_numpy()
+    if np.isnan(jct).any():
+        return math.nan
+    return float(df["weight"].to_numpy() @ jct)
+
+
 def makespan(df: pd.DataFrame) -> float:
     """Makespan = max_j f_j - min_j a_j, s: from the first arrival to the last finish."""
     done = _finished(df)

@@ -59,6 +59,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from schedlab.analysis import metrics
 from schedlab.analysis.experiments.kind import TableKind
 from schedlab.analysis.experiments.spec import Experiment, FieldReader
 from schedlab.analysis.tables import output
@@ -475,10 +476,10 @@ def average_jct(instance: Instance, policy: str, seed: int, round_s: float,
     records = sorted(result.jobs, key=lambda r: r.arrival)  # stable: instance order on ties
     if measure is not None:
         records = records[measure[0]:measure[1]]
-    jct = np.asarray([math.nan if r.finish is None else r.finish - r.arrival
-                      for r in records], dtype=float)
-    done = jct[~np.isnan(jct)]
-    return (float(done.mean()) if len(done) else math.nan), int(np.isnan(jct).sum())
+    frame = pd.DataFrame({"arrival": [r.arrival for r in records],
+                          "finish": [math.nan if r.finish is None else r.finish
+                                     for r in records]}, dtype=float)
+    return metrics.average_jct(frame), int(frame["finish"].isna().sum())
 
 
 def simulate_cell(cell: Cell) -> CellResult:

@@ -59,6 +59,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from schedlab.analysis import metrics
 from schedlab.analysis.experiments.kind import TableKind
 from schedlab.analysis.experiments.spec import Experiment, FieldReader, frozen
 from schedlab.analysis.tables import output
@@ -464,11 +465,9 @@ CellKey = tuple[int, int, int, str]
 
 
 def weighted_jct(records: pd.DataFrame) -> float:
-    """sum_j w_j (C_j - r_j), s (NaN when a job did not finish)."""
-    jct = records["completion"].to_numpy() - records["arrival"].to_numpy()
-    if np.isnan(jct).any():
-        return math.nan
-    return float(records["weight"].to_numpy() @ jct)
+    """sum_j w_j (C_j - r_j), s (NaN when a job did not finish):
+    :func:`~schedlab.analysis.metrics.total_weighted_jct` of the records."""
+    return metrics.total_weighted_jct(records, finish="completion")
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from schedlab.analysis import metrics
 from schedlab.analysis.experiments.kind import TableKind
 from schedlab.analysis.experiments.spec import Experiment, FieldReader, policies_of
 from schedlab.analysis.tables import output
@@ -368,9 +369,8 @@ def cell_metrics(jobs: pd.DataFrame, accounting: Mapping[str, Any] | None = None
     jct = done["finish"] - done["arrival"]
     merged = done["merged"].astype(bool)
     return {
-        "avg_jct_s": float(jct.mean()) if len(done) else math.nan,
-        "makespan_s": (float(done["finish"].max() - jobs["arrival"].min()) if len(done)
-                       else math.nan),
+        "avg_jct_s": metrics.average_jct(jobs),
+        "makespan_s": metrics.makespan(jobs),
         "merged": float(jobs["merged"].sum()),
         "avg_jct_merged_s": float(jct[merged].mean()) if merged.any() else math.nan,
         "avg_jct_unmerged_s": float(jct[~merged].mean()) if (~merged).any() else math.nan,
