@@ -143,12 +143,17 @@ class Experiment(_Strict):
         return value
 
     def to_document(self) -> dict[str, Any]:
-        """The spec as a plain document (``schema`` first), for YAML/JSON output."""
-        return self.model_dump(mode="json", by_alias=True)
+        """The spec as a plain document (``schema`` first; fields left at their defaults
+        left out), for YAML/JSON output and the manifest."""
+        body = self.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+        body.pop("schema", None)
+        return {"schema": SCHEMA, **body}
 
     def to_yaml(self) -> str:
-        """The spec as YAML a user can copy, edit and run (``schedlab sweep FILE``)."""
-        return yaml.safe_dump(self.to_document(), sort_keys=False, width=96)
+        """The spec as YAML a user can copy, edit and run (``schedlab sweep FILE``); lists
+        and mappings of plain values on one line each."""
+        return yaml.safe_dump(self.to_document(), sort_keys=False, width=96,
+                              default_flow_style=None, allow_unicode=True)
 
 
 def experiment_schema() -> dict[str, Any]:
