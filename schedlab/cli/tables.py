@@ -479,10 +479,9 @@ def cmd_experiment_file(args: argparse.Namespace, path: str) -> int:
     from schedlab.analysis.experiments.runner import plan_experiment
     from schedlab.analysis.experiments.spec import load_experiment
 
-    overrides = [*(f"run.workers={args.workers}" for _ in [0] if args.workers),
-                 *(f"run.backend={args.backend}" for _ in [0] if args.backend),
-                 *(f"run.address={json.dumps(args.address)}" for _ in [0] if args.address),
-                 *args.overrides]
+    run = {"workers": args.workers, "backend": args.backend, "address": args.address}
+    overrides = [*(f"run.{key}={json.dumps(value)}" for key, value in run.items()
+                   if value is not None), *args.overrides]
     spec = load_experiment(path, overrides=overrides, variants=args.variant)
     plan = plan_experiment(spec)
     return run_plan(args, plan, _out_folder(args.out or "."))
