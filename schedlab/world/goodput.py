@@ -2,8 +2,10 @@
 a placement, its statistical efficiency at a batch size, and the batch size and gradient
 accumulation that maximise their product.
 
-Written from the model of the authors' code (Pollux: petuum/adaptdl, branch
-``osdi21-artifact``, ``simulator/goodput.py``; Sia's copy adds the ``tune_bsz`` switch).
+Written from the authors' code, read and run (Pollux: petuum/adaptdl, branch
+``osdi21-artifact`` at c793c70, ``simulator/goodput.py``: ``evaluate`` 65-69,
+``throughput`` 71-79, ``efficiency`` 81-89, ``optimize`` 91-145, the time terms 232-257;
+Sia's copy, siasosp23/artifacts ``sia-simulator/goodput.py`` 88-105, adds ``tune_bsz``).
 For N nodes, K replicas (GPUs), an atomic (per-GPU) batch m and s extra accumulation steps,
 so a total batch M = K m (s + 1) samples:
 
