@@ -193,6 +193,16 @@ class Job(_Strict):
         default=None, description="most GPUs the Titan task can use (none: the largest "
         "GPU count in duration_s)"
     )
+    # Goodput jobs (Pollux, Sia): docs/goodput.md
+    application: str | None = Field(
+        default=None, description="goodput job: the profiled application it trains "
+        "(bert, cifar10, deepspeech2, imagenet, ncf, yolov3)")
+    batch_size: PosInt | None = Field(
+        default=None, description="goodput job: the batch size the trace requests, samples "
+        "(Sia's policy-side cap; rigid and scale-gpus jobs keep it)")
+    category: Literal["adaptive", "scale-gpus", "rigid"] | None = Field(
+        default=None, description="goodput job: what the scheduler may change (Sia): "
+        "batch and GPUs (adaptive, the default), GPUs only, or only the GPU type")
     # Hare
     rounds: PosInt | None = Field(default=None, description="training rounds R_j (Hare)")
     tasks_per_round: PosInt | None = Field(
