@@ -31,7 +31,10 @@ class GoodputJobInfo:
     the largest replica count profiled so far, at most 64 and max_batch / min_local (NCF: 1
     in Pollux's simulator); ``one_gpu_throughput[t]``: Sia's x_t of the application,
     samples/s; ``allocation``: the current (type, node of each GPU) or None;
-    ``scaling_underway``: a checkpoint-restore is still being paid.  Times in s,
+    ``scaling_underway``: a checkpoint-restore is still being paid; ``throughput[t]``
+    (fixed-batch jobs only): progress per second on its requested GPUs of type t, packed,
+    at its current epoch, which policies of fixed gangs see; ``progress`` and
+    ``total_progress``: done and needed, in iterations at M0.  Times in s,
     ``attained_service`` in GPU-seconds.
     """
 
@@ -53,6 +56,9 @@ class GoodputJobInfo:
     target_batch_size: int | None
     allocation: tuple[str, tuple[int, ...]] | None
     scaling_underway: bool
+    throughput: Mapping[str, float]
+    progress: float
+    total_progress: float
 
     def goodput(self, gpu_type: str, nodes: int, replicas: int) -> float | None:
         """The best goodput (samples/s at M0 efficiency) of the job's model on ``nodes``
@@ -83,7 +89,9 @@ class GoodputState:
 
 
 class GoodputPolicy(Protocol):
-    """A policy of goodput jobs: ``decide`` is called once a round, in time order."""
+    """A policy of goodput jobs: ``decide`` is called once a round, in time order.  A
+    policy whose ``fixed_jobs`` attribute is true runs every job as a fixed gang of its
+    request (the papers' "TunedJobs" baselines)."""
 
     name: str
 

@@ -269,6 +269,31 @@ class GoodputJob:
             self.update_local_bsz()
         self.current_time += seconds
 
+    def fixed_rate(self, gpu_type: str, gpus_per_node: int) -> float:
+        """Progress per second of a fixed-batch job on ``target_replicas`` GPUs of
+        ``gpu_type`` packed on whole nodes, at its current epoch's true gradient statistics
+        (what a policy of fixed gangs sees as the job's throughput; 0 when the profile
+        does not cover the placement)."""
+        app = self.apps[gpu_type]
+        replicas = self.target_replicas or 1
+        whole, rest = divmod(replicas, gpus_per_node)
+        placement = (gpus_per_node,) * whole + ((rest,) if rest else ())
+        saved = (self.current_type, self.placement, self.atomic_bsz, self.accum_steps)
+        self.current_type, self.placement = gpu_type, placement
+        try:
+            self.update_local_bsz()
+            batch = replicas * self.atomic_bsz * (self.accum_steps + 1)
+            sqr, var = app.grad_stats(batch, min(self.epoch, app.max_epochs - 1))
+            scale = batch / app.init_batch_size
+            step, sync = app.step_times(placement, self.atomic_bsz)
+        except ValueError:
+            return 0.0
+        finally:
+            self.current_type, self.placement, self.atomic_bsz, self.accum_steps = saved
+        gain = (var + sqr) / (var / scale + sqr)
+        total = step + (step - sync) * self.accum_steps
+        return float(gain / total / self.world.slowdown(self.app_name)) if total > 0 else 0.0
+
     # ------------------------------------------------------------------ moves
 
     def start(self, gpu_type: str, placement: tuple[int, ...]) -> None:

@@ -48,7 +48,7 @@ from schedlab.policies.goodput_state import (
     GoodputPolicy,
     GoodputState,
 )
-from schedlab.simulator.engine import InvalidDecisionError
+from schedlab.simulator.engine import InvalidDecisionError, SimulationStalledError
 from schedlab.simulator.goodput_job import WORLDS, GoodputJob, GoodputWorld
 from schedlab.simulator.result import JobRecord, SimulationResult
 from schedlab.workloads.goodput import GoodputJobSpec
@@ -60,6 +60,8 @@ log = logging.getLogger(__name__)
 MAX_REPLICAS = 64
 #: Most nodes of a type a placement spans in Sia's simulator (``simulator_config.py`` 15).
 MAX_PHYSICAL_NODES = {"azure": 5, "aws": 16, "dgx": 2, "dgx-ext": 2, "quad": 1, "rtx": 3}
+#: Rounds in which every arrived job waits with no arrival left before a run is stalled.
+STALL_ROUNDS = 1000
 #: The batch NCF jobs are held to in both simulators (Pollux ``simulator.py`` 190-192).
 NCF_BATCH_SIZE = 32768
 
@@ -86,15 +88,26 @@ class GoodputRun:
 
 
 def build_jobs(specs: Sequence[GoodputJobSpec], types: Sequence[str], world: GoodputWorld,
-               *, profiles: Path | None = None) -> list[GoodputJob]:
+               *, profiles: Path | None = None, fixed: bool = False) -> list[GoodputJob]:
     """The simulator's jobs of ``specs`` on GPU types ``types`` under ``world``'s rules:
     Pollux's simulator tunes every batch (NCF held at 32768) and ignores the request; Sia's
     keeps the request as the policy's batch cap and fixes the batch of rigid and
-    scale-gpus jobs (``cluster.py`` 36-68)."""
+    scale-gpus jobs (``cluster.py`` 36-68).  ``fixed``: every job runs its request, the
+    batch and GPU count of the trace (the baselines' "TunedJobs" in both papers; Pollux
+    ``simulator.py`` 193-197, Sia ``cluster.py`` 69-79), as a rigid gang."""
     jobs = []
     for spec in specs:
         apps = {t: load_application(spec.application, t, flavour=world.name,  # type: ignore[arg-type]
                                     root=profiles) for t in types}
+        if fixed:
+            app = apps[types[0]]
+            batch = spec.batch_size or app.init_batch_size
+            jobs.append(GoodputJob(
+                name=spec.name, apps=apps, submission_time=spec.submission_time, world=world,
+                target_batch_size=min(max(batch, app.init_batch_size), app.max_batch_size),
+                request_batch_size=spec.batch_size, target_replicas=spec.num_replicas or 1,
+                tune_bsz=False, category="rigid"))
+            continue
         if world.name == "pollux":
             target = NCF_BATCH_SIZE if spec.application == "ncf" else None
             job = GoodputJob(name=spec.name, apps=apps, submission_time=spec.submission_time,
@@ -111,8 +124,8 @@ def build_jobs(specs: Sequence[GoodputJobSpec], types: Sequence[str], world: Goo
     return jobs
 
 
-def _info(job: GoodputJob, now: float, allocation: tuple[str, tuple[int, ...]] | None
-          ) -> GoodputJobInfo:
+def _info(job: GoodputJob, now: float, allocation: tuple[str, tuple[int, ...]] | None,
+          gpus_per_node: Mapping[str, int]) -> GoodputJobInfo:
     """What a policy sees of ``job`` (Pollux ``simulator.py`` 321-336, Sia ``cluster.py``
     373-432)."""
     pollux = job.world.name == "pollux"
@@ -138,7 +151,10 @@ def _info(job: GoodputJob, now: float, allocation: tuple[str, tuple[int, ...]] |
         one_gpu_throughput={t: a.one_gpu_throughput() for t, a in job.apps.items()},
         category=job.category, target_replicas=job.target_replicas,
         target_batch_size=job.target_batch_size, allocation=allocation,
-        scaling_underway=job.rescale_time > 0)
+        scaling_underway=job.rescale_time > 0,
+        throughput=({t: job.fixed_rate(t, gpus_per_node[t]) for t in job.apps}
+                    if job.category == "rigid" else {}),
+        progress=job.progress, total_progress=job.total_progress)
 
 
 def placement_of(node_ids: Sequence[int]) -> tuple[int, ...]:
@@ -208,7 +224,8 @@ def simulate_goodput(
         world = WORLDS[world]
     nodes = {t: n for t, (n, _) in cluster.items()}
     per_node = {t: g for t, (_, g) in cluster.items()}
-    jobs = build_jobs(specs, list(cluster), world, profiles=profiles)
+    jobs = build_jobs(specs, list(cluster), world, profiles=profiles,
+                      fixed=bool(getattr(policy, "fixed_jobs", False)))
     allocations: dict[str, tuple[str, tuple[int, ...]]] = {}
     suspensions = {job.name: 0 for job in jobs}
     run = GoodputRun(result=SimulationResult(
@@ -219,6 +236,7 @@ def simulate_goodput(
     decide_s = 0.0
     now = 0.0
     rounds = 0
+    idle = 0
     while not all(job.completion_time is not None for job in jobs):
         if max_rounds is not None and rounds >= max_rounds:
             run.result.stopped = "max_rounds"
@@ -232,7 +250,7 @@ def simulate_goodput(
         allocations = {k: v for k, v in allocations.items() if k in active}
         if active:
             state = GoodputState(now=now, nodes=nodes, gpus_per_node=per_node, jobs=tuple(
-                _info(job, now, allocations.get(name)) for name, job in active.items()))
+                _info(job, now, allocations.get(name), per_node) for name, job in active.items()))
             tic = time.perf_counter()
             decision = {k: v for k, v in policy.decide(state).items() if v[1]}
             decide_s += time.perf_counter() - tic
@@ -257,6 +275,13 @@ def simulate_goodput(
                     job.start(gpu_type, placement)
             allocations = decision
         run.held_gpus.append(sum(len(ids) for _, ids in allocations.values()))
+        idle = idle + 1 if active and not allocations and all(
+            job.submission_time <= now for job in jobs) else 0
+        if idle >= STALL_ROUNDS:
+            raise SimulationStalledError(
+                f"{policy.name}: {len(active)} job(s) waited {idle} rounds with no GPUs and "
+                f"nothing left to arrive (t={now:g} s): "
+                f"{', '.join(sorted(active)[:5])}")
         run.contention.append(len(active))
         if keep_log:
             run.log.append(_log_row(now, jobs, allocations))
