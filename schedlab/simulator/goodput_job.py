@@ -32,6 +32,7 @@ K replicas (memory); both cap m at max_batch / (K (s + 1)).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -51,6 +52,18 @@ from schedlab.world.goodput_fit import fit_perf_params
 EPS = 1e-8
 #: Sia's fit tolerance (``sia-simulator/goodput.py`` 200-201); Pollux uses scipy's default.
 SIA_FIT_TOL = 1e-5
+
+
+@functools.lru_cache(maxsize=4096)
+def _fit(points: tuple[tuple[tuple[int, int, int], tuple[float, float]], ...],
+         tol: float | None) -> PerfParams:
+    """The throughput fit of observed points ((nodes, replicas, m), (step, sync)) in the
+    order observed; jobs of one application observe the same points, so the fit is kept
+    (the same inputs give the same parameters)."""
+    keys = np.array([key for key, _ in points], dtype=float)
+    times = np.array([value for _, value in points], dtype=float)
+    return fit_perf_params(keys[:, 0], keys[:, 1], keys[:, 2], times[:, 0] - times[:, 1],
+                           times[:, 0], tol=tol)
 
 
 @dataclass(frozen=True)
@@ -211,11 +224,7 @@ class GoodputJob:
         if key in profile:
             return
         profile[key] = (step_time, sync_time)
-        keys = np.array(list(profile), dtype=float)
-        times = np.array(list(profile.values()), dtype=float)
-        self.perf_params[self.current_type] = fit_perf_params(
-            keys[:, 0], keys[:, 1], keys[:, 2], times[:, 0] - times[:, 1], times[:, 0],
-            tol=self.world.fit_tol)
+        self.perf_params[self.current_type] = _fit(tuple(profile.items()), self.world.fit_tol)
 
     # ------------------------------------------------------------------ time
 
