@@ -119,7 +119,7 @@ def test_bad_goodput_jobs_are_one_error_naming_the_field() -> None:
                        r"the profile of cifar10 \(128 to 4096"):
         specs_from_instance(too_big, file="x.json")
     text = "name,time,application,num_replicas,batch_size\na,0,cifar10,1,128\nb,x,cifar10,1,1\n"
-    with pytest.raises(InputError, match="t.csv: row 3: not a number"):
+    with pytest.raises(InputError, match=r"t\.csv: row 3: not a number"):
         read_goodput_csv(text, file="t.csv")
 
 
