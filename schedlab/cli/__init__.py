@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable
 
 from schedlab import __version__
-from schedlab.cli import profile, replay, simulate, solve, sweep, tables
+from schedlab.cli import goodput, profile, replay, simulate, solve, sweep, tables
 from schedlab.cli.common import (
     EXIT_FAILURE,
     EXIT_INPUT,
@@ -61,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_titan_command(sub, common)
     solve.add_schema_command(sub, common)
     simulate.add_simulation_commands(sub, common)
+    goodput.add_goodput_command(sub, common)
     sweep.add_sweep_command(sub, common)
     profile.add_profile_commands(sub, common)
     replay.add_replay_command(sub, common)
