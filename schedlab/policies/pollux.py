@@ -12,7 +12,9 @@ order.  One GPU type only, as Pollux's simulator has.
 Options (the authors' behaviour is the default): ``seed`` (the search's randomness; the
 authors' runs are unseeded), ``match_previous_by_key`` (carry last round's front to each
 job's own row, where the code pairs rows by position), ``realistic_fair_nodes`` (the fair
-share on the nodes it needs rather than on one node), ``pop_size`` and ``generations``.
+share on the nodes it needs rather than on one node), ``age_floor_s`` (a job's age in the
+restart factor is at least this, so a job seen at age 0 is not kept off the cluster for a
+round; 0 as the code), ``pop_size`` and ``generations``.
 """
 
 from __future__ import annotations
@@ -44,13 +46,15 @@ class Pollux:
 
     def __init__(self, *, seed: int = 0, match_previous_by_key: bool = False,
                  realistic_fair_nodes: bool = False, pop_size: int = POP_SIZE,
-                 generations: int = GENERATIONS, restart_delay_s: float = 30.0) -> None:
+                 generations: int = GENERATIONS, restart_delay_s: float = 30.0,
+                 age_floor_s: float = 0.0) -> None:
         self.rng = np.random.default_rng(seed)
         self.match_previous_by_key = match_previous_by_key
         self.realistic_fair_nodes = realistic_fair_nodes
         self.pop_size = pop_size
         self.generations = generations
         self.restart_delay_s = restart_delay_s
+        self.age_floor_s = age_floor_s
         self._front: Any = None
         self._jobs: list[str] = []
         self._nodes: list[int] = []
@@ -94,7 +98,8 @@ class Pollux:
         outcome = pollux_search(search_jobs, capacities, base, self.rng,
                                 previous_front=previous, pop_size=self.pop_size,
                                 generations=self.generations,
-                                restart_delay_s=self.restart_delay_s)
+                                restart_delay_s=self.restart_delay_s,
+                                age_floor_s=self.age_floor_s)
         self._search_s += time.perf_counter() - tic
         self._searches += 1
         self._front, self._jobs, self._nodes = outcome.front, names, nodes
