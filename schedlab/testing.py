@@ -53,14 +53,16 @@ from pathlib import Path
 from typing import Any
 
 from schedlab.check import check
-from schedlab.errors import InputError, SchedlabError
+from schedlab.errors import InputError, SchedlabError, SolverError
 from schedlab.formulations.base import Method
 from schedlab.instance import Instance, instance_from_dict
 from schedlab.policies.base import Policy
+from schedlab.policies.goodput_registry import is_goodput_policy
 from schedlab.policies.registry import get_policy
 from schedlab.policies.state import Assignment, ClusterState, JobState
 from schedlab.registry import get_formulation
 from schedlab.simulator import jobs_from_instance, simulate
+from schedlab.simulator.engine import InvalidDecisionError
 from schedlab.solution import OPTIMAL_GAP_TOLERANCE, Solution, Status, load_solution
 from schedlab.solvers import SolverOptions
 from schedlab.solvers.faults import failing_highs
@@ -475,15 +477,21 @@ def _simulated_decisions(kit: _Battery, policy: Policy, workload: Instance, step
 
 
 def check_policy(name: str, *, seed: int = 0, max_rounds: int = 30, round_s: float = 1800.0,
-                 random_states: int = 3) -> KitReport:
+                 random_states: int = 3, policy_options: dict[str, Any] | None = None
+                 ) -> KitReport:
     """Run the policy battery (module docstring) on the registered policy ``name``.
 
     Each run: :func:`policy_workload` (``seed``) in :func:`schedlab.simulator.simulate` for at
     most ``max_rounds`` rounds of ``round_s`` s; then ``random_states`` random states.
     Raises :class:`AssertionError` naming the first failed check; returns the
-    :class:`KitReport` otherwise.
+    :class:`KitReport` otherwise.  A policy of goodput jobs (``pollux``, ``sia``) gets its
+    own battery (:func:`_check_goodput_policy`; ``policy_options`` are passed to it, e.g. a
+    smaller search budget).
     """
     kit = _Battery("check_policy", name)
+    if is_goodput_policy(name):
+        return _check_goodput_policy(kit, name, seed=seed, max_rounds=max_rounds,
+                                     options=policy_options or {})
     kind = get_policy(name).workload_kind
     workload = policy_workload(seed, kind)
     run: dict[str, Any] = {"seed": seed, "max_rounds": max_rounds, "round_s": round_s}
@@ -527,4 +535,51 @@ def check_policy(name: str, *, seed: int = 0, max_rounds: int = 30, round_s: flo
                        "failed_solves stayed 0")
     else:
         kit.ok("failed_solves")
+    return kit.report
+
+
+def _goodput_decisions(kit: _Battery, name: str, world: str, seed: int, max_rounds: int,
+                       step: str, options: dict[str, Any]) -> list[Any]:
+    """The allocations of every round of ``name`` on four jobs of Pollux's workload 6 (two
+    CIFAR-10, two NCF) on 16 x 4 GPUs in ``world``; a refused decision fails ``step``."""
+    from schedlab.policies.goodput_registry import goodput_policy
+    from schedlab.simulator.goodput_run import simulate_goodput
+    from schedlab.workloads.goodput import pollux_workload
+
+    specs = pollux_workload(6, jobs=8)
+    specs = [specs[i] for i in (0, 1, 6, 7)]
+    options = {"seed": seed, **options} if name == "pollux" else options
+    try:
+        run = simulate_goodput(specs, {"aws": (16, 4)}, goodput_policy(name, **options),
+                               world=world, max_rounds=max_rounds, keep_log=True)
+    except InvalidDecisionError as exc:
+        raise kit.fail(step, str(exc)) from None
+    return [[(job["name"], job["allocation"]) for job in row["jobs"]] for row in run.log]
+
+
+def _check_goodput_policy(kit: _Battery, name: str, *, seed: int, max_rounds: int,
+                          options: dict[str, Any]) -> KitReport:
+    """The battery of a policy of goodput jobs (``pollux``, ``sia``): valid decisions in
+    both worlds (the simulator checks every round), the same decisions from a fresh policy
+    with the same seed, and a solver failure that is reported, not hidden."""
+    first = _goodput_decisions(kit, name, "pollux", seed, max_rounds, "valid", options)
+    _goodput_decisions(kit, name, "sia", seed, max_rounds, "valid", options)
+    if not any(alloc for row in first for _, alloc in row):
+        raise kit.fail("valid", "the policy never gave a job a GPU")
+    kit.ok("valid")
+    kit.skip("no_mutation", "a goodput state is immutable (frozen dataclasses)")
+    if _goodput_decisions(kit, name, "pollux", seed, max_rounds, "deterministic", options) != first:
+        raise kit.fail("deterministic", "a second fresh policy decided differently on the same "
+                       "run (same workload and seed)")
+    kit.ok("deterministic")
+    with failing_highs() as runs:
+        try:
+            _goodput_decisions(kit, name, "pollux", seed, 3, "failed_solves", options)
+        except SolverError:
+            kit.ok("failed_solves")
+        else:
+            if runs[0]:
+                raise kit.fail("failed_solves", f"every one of its {runs[0]} HiGHS runs "
+                               "failed and the policy went on without saying so")
+            kit.skip("failed_solves", "the policy never called HiGHS")
     return kit.report

@@ -131,3 +131,29 @@ def test_sia_philly_recipe_replaces_ncf_by_cifar10() -> None:
     changed = [(p.name, s.name) for p, s in zip(pollux, sia, strict=True) if p != s]
     assert changed and all(p.startswith("ncf-") and s.startswith("cifar10-")
                            for p, s in changed)
+
+
+@pytest.mark.parametrize("name", ["sia", "pollux"])
+def test_the_kit_checks_goodput_policies(name: str) -> None:
+    from schedlab.testing import check_policy
+
+    small = {"pop_size": 10, "generations": 3} if name == "pollux" else {}
+    report = check_policy(name, max_rounds=3, policy_options=small)
+    assert report.passed[:2] == ["valid", "deterministic"]
+    assert ("failed_solves" in report.passed) == (name == "sia")
+
+
+def test_the_goodput_command_prints_every_policy(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import csv
+
+    from schedlab.cli import main
+
+    out = tmp_path / "jobs.csv"
+    assert main(["goodput", "pollux:6", "--jobs", "2", "--policies", "fifo,srtf",
+                 "--out", str(out), "-q"]) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert sorted((r["policy"], r["job"]) for r in rows) == [
+        ("fifo", "cifar10-0"), ("fifo", "cifar10-1"), ("srtf", "cifar10-0"),
+        ("srtf", "cifar10-1")]
+    assert all(float(r["jct_s"]) > 0 for r in rows)
+    assert main(["goodput", "pollux:9", "-q"]) == 2

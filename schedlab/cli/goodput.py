@@ -23,9 +23,7 @@ from schedlab.cli.common import (
 )
 from schedlab.errors import InputError
 from schedlab.instance import load_instance
-from schedlab.policies.goodput_static import StaticOnGoodput
-from schedlab.policies.pollux import Pollux
-from schedlab.policies.sia import Sia
+from schedlab.policies.goodput_registry import goodput_policy
 from schedlab.progress import unit_progress
 from schedlab.simulator.goodput_run import GoodputRun, simulate_goodput
 from schedlab.workloads.goodput import (
@@ -113,10 +111,10 @@ def _workload(text: str, jobs: int | None) -> tuple[list[GoodputJobSpec],
 
 def _policy(name: str, seed: int, tie_break: bool) -> Any:
     if name == "pollux":
-        return Pollux(seed=seed)
+        return goodput_policy(name, seed=seed)
     if name == "sia":
-        return Sia(tie_break=tie_break)
-    return StaticOnGoodput(name)
+        return goodput_policy(name, tie_break=tie_break)
+    return goodput_policy(name)
 
 
 def _cmd_goodput(args: argparse.Namespace) -> int:
