@@ -107,7 +107,7 @@ def test_unknown_variant_lists_the_known_ones() -> None:
 
 def test_every_shipped_spec_and_variant_is_valid() -> None:
     names = shipped_names()
-    assert set(names) == {"gavel", "shockwave", "titan", "hare", "saturn", "cross"}
+    assert set(names) == {"gavel", "shockwave", "titan", "hare", "saturn", "cross", "pollux", "sia"}
     for name in names:
         base = shipped_experiment(name)
         assert base.table == name and base.name == name

@@ -131,6 +131,42 @@ def _gavel_variants(args: argparse.Namespace) -> list[str]:
     return ["quick"] if args.quick else ["steady_state"] if args.steady_state else []
 
 
+def _workload_numbers(text: str) -> list[int]:
+    """``1,2,8`` -> [1, 2, 8]: Pollux's workload numbers (1 to 8), distinct."""
+    try:
+        numbers = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        numbers = []
+    if not numbers or len(set(numbers)) != len(numbers) or not all(
+            1 <= n <= 8 for n in numbers):
+        raise argparse.ArgumentTypeError(
+            f"expected distinct workload numbers 1 to 8 (e.g. 1,2,8), got {text!r}")
+    return numbers
+
+
+def _sia_variants(args: argparse.Namespace) -> list[str]:
+    if args.heterogeneous:
+        return ["heterogeneous_quick" if args.quick else "heterogeneous"]
+    return ["quick"] if args.quick else []
+
+
+def _sia_extra(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--heterogeneous", action="store_true",
+                        help="Table 3's cluster (6 x 4 aws + 2 x 8 dgx-ext + 3 x 8 rtx), Sia "
+                        "and Gavel; needs --profiles and --philly (variant heterogeneous)")
+
+
+#: The goodput tables' shortcuts: which workloads, how many of their jobs.
+_GOODPUT_SHORTCUTS: tuple[Shortcut, ...] = (
+    Shortcut("--workloads", {"type": _workload_numbers, "metavar": "N,N,...",
+                             "help": "workload numbers, 1 to 8 (default: all; --quick: one)"},
+             _param("workloads")),
+    Shortcut("--jobs", {"type": positive_int, "metavar": "N",
+                        "help": "the first N jobs of each workload (default: all 160; "
+                        "--quick: 12)"}, _param("jobs")),
+)
+
+
 def _titan_extra(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--preset", choices=("paper", "generated"), default="paper",
                         help="paper: TitanSched's traces FM-<density>-<trace model> (default); "
@@ -269,6 +305,35 @@ TABLES: dict[str, TableCommand] = {
             Shortcut("--jobs", {"type": positive_int, "metavar": "N",
                                 "help": "jobs per workload (default: 16; --quick: 6)"},
                      _param("jobs")),
+        )),
+    "pollux": TableCommand(
+        help="Pollux: average JCT of Pollux vs Tiresias and FIFO with TunedJobs (§5.3)",
+        description="Simulate Pollux's eight 160-job workloads on 16 x 4 T4 GPUs (60 s "
+        "rounds, Pollux's simulator rules) under Pollux (seeded) and Tiresias and FIFO on "
+        "each job's requested GPUs and batch (TunedJobs); write pollux.md (beside the "
+        "authors' stored results), .csv, .tex and pollux.manifest.json to --out.",
+        shortcuts=_GOODPUT_SHORTCUTS),
+    "sia": TableCommand(
+        help="Sia: Sia vs Pollux vs Gavel with TunedJobs on the Philly workloads (Table 4)",
+        description="Simulate Sia's Philly workloads (Pollux's, NCF jobs made CIFAR-10) on "
+        "16 x 4 T4 GPUs in Sia's world under Sia and Pollux (60 s rounds) and Gavel's max-min "
+        "fairness with TunedJobs (360 s rounds), with the metrics of Sia's print_run_stats.py; "
+        "--heterogeneous runs Table 3's cluster from Sia's per-type profiles (--profiles); "
+        "write sia.md (beside the paper's table), .csv, .tex and sia.manifest.json to --out.",
+        extra=_sia_extra, variants=_sia_variants,
+        shortcuts=(
+            *_GOODPUT_SHORTCUTS,
+            Shortcut("--philly", {"metavar": "DIR",
+                                  "help": "Sia's own Philly workloads: a checkout's "
+                                  "sia-simulator/workloads/philly (not shipped: no licence; "
+                                  "default: the recipe on Pollux's workloads); needed by "
+                                  "--heterogeneous"},
+                     lambda folder: [("workloads[0].generator", "sia.files"),
+                                     ("workloads[0].params.folder", folder)]),
+            Shortcut("--profiles", {"metavar": "DIR",
+                                    "help": "Sia's per-type profiles: a checkout's "
+                                    "sia-simulator/traces (not shipped: no licence); needed by "
+                                    "--heterogeneous"}, _at("settings.profiles")),
         )),
 }
 

@@ -8,10 +8,15 @@ Pollux's baselines run; Sia's policy caps the batch at it).
 
 Shipped: Pollux's eight 160-job workloads (``schedlab/data/pollux/workloads``,
 Apache-2.0, from the ``osdi21-artifact`` branch of petuum/adaptdl), drawn by its
-``workload.py`` from the Philly trace.  Sia's "Philly" workloads are these with every NCF
-job replaced by a CIFAR-10 one (compared file by file: its ``workloads/philly`` differs
-from Pollux's in the NCF rows and in at most 5 others); :func:`sia_philly_workload`
-applies that recipe, as Sia's repository has no licence and its files are not shipped.
+``workload.py`` from the Philly trace.  Sia's "Philly" workloads have the same jobs, arrival
+times and applications except that every NCF job is a CIFAR-10 one;
+:func:`sia_philly_workload` applies that recipe, as Sia's repository has no licence and
+its files are not shipped.  The *requests* differ (compared file by file: 529 of the 1280
+rows): Sia drew them again on its rtx profiles (the NCF-made CIFAR-10 jobs ask for 6-16
+GPUs at batch 2048 or 4096 there, where the recipe keeps NCF's 1 GPU; its ImageNet jobs ask
+for 10-14 GPUs, here 24-48).  Adaptive policies (Pollux, Sia) read a request only as Sia's
+batch cap; the fixed-gang baselines run it.  With a checkout of Sia's artifact, read its own
+files instead (:func:`load_goodput_csv`, ``--philly DIR`` of ``schedlab tables sia``).
 """
 
 from __future__ import annotations

@@ -53,7 +53,8 @@ from schedlab.errors import InputError
 
 SCHEMA = "schedlab/experiment@1"
 #: The table kinds a spec may name (each in ``schedlab.analysis.tables.<kind>``).
-TABLES: tuple[str, ...] = ("gavel", "shockwave", "titan", "hare", "saturn", "cross")
+TABLES: tuple[str, ...] = ("gavel", "shockwave", "titan", "hare", "saturn", "cross",
+                           "pollux", "sia")
 #: Backends that run the cells.
 BACKENDS: tuple[str, ...] = ("local", "ray")
 
@@ -109,7 +110,8 @@ class Experiment(_Strict):
     schema_: Literal["schedlab/experiment@1"] = Field(default="schedlab/experiment@1",
                                                       alias="schema")
     name: str = Field(description="stem of the output files")
-    table: Literal["gavel", "shockwave", "titan", "hare", "saturn", "cross"] = Field(
+    table: Literal["gavel", "shockwave", "titan", "hare", "saturn", "cross", "pollux",
+                   "sia"] = Field(
         description="table kind: its cells, metrics and report layout")
     title: str | None = None
     description: str | None = None
