@@ -8,11 +8,10 @@ import csv
 import io
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from schedlab.analysis.goodput_metrics import goodput_summary
 from schedlab.atomic import write_bytes_atomic
 from schedlab.cli.common import (
     name_list,
@@ -22,18 +21,11 @@ from schedlab.cli.common import (
     stdout_console,
 )
 from schedlab.errors import InputError
-from schedlab.instance import load_instance
-from schedlab.policies.goodput_registry import goodput_policy
 from schedlab.progress import unit_progress
-from schedlab.simulator.goodput_run import GoodputRun, simulate_goodput
-from schedlab.workloads.goodput import (
-    GoodputJobSpec,
-    cluster_of,
-    load_goodput_csv,
-    pollux_workload,
-    sia_philly_workload,
-    specs_from_instance,
-)
+
+if TYPE_CHECKING:
+    from schedlab.simulator.goodput_run import GoodputRun
+    from schedlab.workloads.goodput import GoodputJobSpec
 
 #: The cluster of Pollux's simulator study (16 g4dn.12xlarge nodes of 4 T4 GPUs).
 DEFAULT_CLUSTER = {"aws": (16, 4)}
@@ -90,6 +82,15 @@ def _parse_cluster(text: str) -> dict[str, tuple[int, int]]:
 
 def _workload(text: str, jobs: int | None) -> tuple[list[GoodputJobSpec],
                                                      dict[str, tuple[int, int]] | None]:
+    from schedlab.instance import load_instance
+    from schedlab.workloads.goodput import (
+        cluster_of,
+        load_goodput_csv,
+        pollux_workload,
+        sia_philly_workload,
+        specs_from_instance,
+    )
+
     kind, _, rest = text.partition(":")
     if kind in ("pollux", "sia-philly") and rest:
         if not rest.isdigit():
@@ -110,6 +111,8 @@ def _workload(text: str, jobs: int | None) -> tuple[list[GoodputJobSpec],
 
 
 def _policy(name: str, seed: int, tie_break: bool) -> Any:
+    from schedlab.policies.goodput_registry import goodput_policy
+
     if name == "pollux":
         return goodput_policy(name, seed=seed)
     if name == "sia":
@@ -118,6 +121,8 @@ def _policy(name: str, seed: int, tie_break: bool) -> Any:
 
 
 def _cmd_goodput(args: argparse.Namespace) -> int:
+    from schedlab.simulator.goodput_run import simulate_goodput
+
     specs, own_cluster = _workload(args.workload, args.jobs)
     cluster = (_parse_cluster(args.cluster) if args.cluster else own_cluster or DEFAULT_CLUSTER)
     profiles = Path(args.profiles) if args.profiles else None
@@ -142,6 +147,8 @@ def _cmd_goodput(args: argparse.Namespace) -> int:
 
 
 def _print(runs: dict[str, list[GoodputRun]], jobs: int, world: str) -> None:
+    from schedlab.analysis.goodput_metrics import goodput_summary
+
     table = Table(title=f"{jobs} goodput jobs, {world}'s simulator")
     for column in ("policy", "finished", "avg JCT (h)", "p99 JCT (h)", "makespan (h)",
                    "GPU-h/job", "restarts/job", "decide s/round"):
