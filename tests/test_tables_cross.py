@@ -51,7 +51,8 @@ def test_every_policy_on_every_workload_has_values_or_a_reason(
         quick: tuple[Path, ct.CrossTable]) -> None:
     out, table = quick
     expected = {*policies(), "hare.greedy"}
-    for workload in cw.WORKLOADS:
+    assert "goodput" not in ct.quick_settings().workloads
+    for workload in ct.quick_settings().workloads:
         rows = table.at(workload)
         assert {r.policy for r in rows} == expected
         for row in rows:
@@ -234,3 +235,21 @@ def test_bad_spec_field_is_an_input_error_naming_it(override: str, field: str) -
     with pytest.raises(InputError) as caught:
         plan_experiment(spec)
     assert caught.value.field == field, caught.value
+
+
+def test_the_goodput_column_runs_fixed_gangs_and_sia_and_says_why_others_cannot(
+        tmp_path: Path) -> None:
+    settings = ct.quick_settings(workloads=("homogeneous", "goodput"), jobs=2,
+                                 policies=("fifo", "sia", "shockwave", "hare.greedy"))
+    table = compute_table(ct.KIND, settings, tmp_path)
+    fifo, sia = table.row("goodput", "fifo"), table.row("goodput", "sia")
+    assert fifo.ran and sia.ran
+    for row in (fifo, sia):
+        assert all(math.isfinite(row.mean[k]) for k, *_ in ct.COLUMNS), row
+    # a job alone on its request is never slower than beside others under FIFO: rho >= ~1
+    assert fifo.mean["worst_rho"] >= 1.0 - 1e-9
+    assert "TunedJobs" in fifo.plan.conversion
+    assert not table.row("goodput", "shockwave").ran
+    assert not table.row("goodput", "hare.greedy").ran
+    assert not table.row("homogeneous", "sia").ran
+    assert "goodput jobs only" in table.row("homogeneous", "sia").reason

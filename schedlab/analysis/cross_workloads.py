@@ -44,21 +44,25 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Literal
 
 from schedlab.errors import InputError
 from schedlab.instance import Instance, Job, instance_from_dict
 
-WorkloadName = Literal["homogeneous", "heterogeneous", "dynamic", "fine-tuning"]
+WorkloadName = Literal["homogeneous", "heterogeneous", "dynamic", "fine-tuning", "goodput"]
 #: The table's workloads, in column order.
 WORKLOADS: tuple[WorkloadName, ...] = ("homogeneous", "heterogeneous", "dynamic",
-                                       "fine-tuning")
+                                       "fine-tuning", "goodput")
+#: GPUs per node of the goodput workload's cluster (Pollux's g4dn.12xlarge nodes).
+GOODPUT_GPUS_PER_NODE = 4
 #: One-line description of each workload (the table's text).
 WORKLOAD_TEXT: Mapping[str, str] = {
     "homogeneous": "Gavel's generator on one type",
     "heterogeneous": "Gavel's generator on V100 + P100 + K80",
     "dynamic": "Shockwave's generator (dynamic batch sizes)",
     "fine-tuning": "Titan's generator (foundation-model fine-tuning)",
+    "goodput": "Pollux's workloads (elastic goodput jobs, Pollux's simulator)",
 }
 #: Most rounds a Hare job gets from :func:`as_hare`.
 HARE_MAX_ROUNDS = 20
@@ -93,8 +97,23 @@ def build_workload(name: str, *, jobs: int, seed: int, gpus: int,
         from schedlab.analysis.paper_workloads import titan_workload
 
         return titan_workload(jobs, {"a100": gpus}, seed, None)
+    if name == "goodput":
+        return goodput_workload(jobs, seed, gpus)
     raise InputError(f"unknown workload {name!r} (one of {', '.join(WORKLOADS)})",
                      field="workload")
+
+
+def goodput_workload(jobs: int, seed: int, gpus: int) -> Instance:
+    """The first ``jobs`` jobs of Pollux's workload (seed mod 8) + 1 on ``gpus`` T4 GPUs in
+    nodes of 4 (type ``aws``), each request capped at the cluster's GPUs so that a
+    fixed-gang baseline can run it."""
+    from schedlab.workloads.goodput import goodput_instance, pollux_workload
+
+    specs = [replace(spec, num_replicas=min(spec.num_replicas or 1, gpus))
+             for spec in pollux_workload(seed % 8 + 1, jobs=jobs)]
+    nodes = gpus // GOODPUT_GPUS_PER_NODE
+    return goodput_instance(specs, {"aws": (nodes, GOODPUT_GPUS_PER_NODE)},
+                            name=f"cross-goodput-{seed}")
 
 
 # ------------------------------------------------------------------------------ helpers

@@ -25,6 +25,14 @@ where a policy truly cannot run, its cell is empty and says why (:func:`plan_for
   shows each task as a fraction of work; nor can a policy that needs Gavel's round mechanism
   (``gavel.fifo_agnostic_quirks``: as Gavel's code, it grants more GPUs than exist and
   relies on that mechanism to run only what fits).
+* ``goodput`` (only in the full table, not ``--quick``): the first jobs of Pollux's
+  workload (seed mod 8) + 1 on T4 nodes of 4 GPUs
+  (:func:`~schedlab.analysis.cross_workloads.goodput_workload`, requests capped at the
+  cluster), in Pollux's simulator's world
+  (:func:`~schedlab.simulator.goodput_run.simulate_goodput`, 60 s rounds): ``pollux`` and
+  ``sia`` plan natively (and only here); every other policy runs each job on its requested
+  GPUs and batch (:class:`~schedlab.policies.goodput_static.StaticOnGoodput`, the papers'
+  TunedJobs); a job's isolated time is its run alone on that request.
 * ``hare.greedy`` (Hare's planner, an offline formulation, rounds known in advance) plans
   every workload converted to Hare jobs (:func:`~schedlab.analysis.cross_workloads.as_hare`;
   LP grid :attr:`TableSettings.lp_eps`); its numbers are the plan's, not a simulation's.
@@ -48,6 +56,7 @@ re-run; ``key`` digests the (converted) instance, the policy, how it runs, the c
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -69,10 +78,11 @@ from schedlab.analysis.tables.cells import check_seeds, code_digest, file_safe, 
 from schedlab.analysis.tables.output import Block, Document, Heading, pm
 from schedlab.errors import InputError, SchedlabError
 from schedlab.instance import Instance
+from schedlab.policies.goodput_registry import GOODPUT_POLICIES
 
 log = logging.getLogger(__name__)
 
-Route = Literal["engine", "elastic", "hare"]
+Route = Literal["engine", "elastic", "hare", "goodput"]
 #: Hare's planner: a row of the table beside the registered policies.
 HARE = "hare.greedy"
 DEFAULT_SEEDS: tuple[int, ...] = (0, 1, 2)
@@ -94,6 +104,8 @@ COLUMNS: tuple[tuple[str, str, float, str], ...] = (
     ("utilization", "utilization", 1.0, ".2f"),
     ("solver_time_per_decision_s", "solver s/decision", 1.0, ".3f"),
 )
+#: Round length of the goodput workload, s (Pollux's and Sia's simulators).
+GOODPUT_ROUND_S = 60.0
 #: Extra summary keys the CSV keeps.
 EXTRA_KEYS: tuple[str, ...] = ("median_jct_s", "worst_rho", "jobs", "finished", "wall_s")
 
@@ -127,8 +139,12 @@ class TableSettings:
     round_s: Mapping[str, float] = field(default_factory=dict)
 
     def policy_names(self) -> tuple[str, ...]:
-        """The table's rows."""
-        return self.policies if self.policies is not None else registered_policies()
+        """The table's rows (Pollux and Sia after the others when the goodput workload is
+        a column)."""
+        if self.policies is not None:
+            return self.policies
+        extra = tuple(GOODPUT_POLICIES) if "goodput" in self.workloads else ()
+        return (*registered_policies(), *extra)
 
     def describe(self) -> str:
         """One sentence: the workloads, their sizes and the seeds."""
@@ -137,9 +153,14 @@ class TableSettings:
         return (f"{self.jobs} jobs per workload: homogeneous on {self.gpus} V100 and "
                 f"heterogeneous on {mix} (Gavel's generator, {self.jobs_per_hour:g} jobs/h), "
                 f"dynamic on {self.gpus} V100 (Shockwave's generator), fine-tuning on "
-                f"{self.titan_gpus} A100 (Titan's generator); seed(s) {seeds}")
+                f"{self.titan_gpus} A100 (Titan's generator)"
+                + (f", goodput on {self.gpus} T4 (Pollux's workloads)"
+                   if "goodput" in self.workloads else "") + f"; seed(s) {seeds}")
 
 
+#: The ``--quick`` table's workloads: every one but the goodput workload (its job model
+#: refits throughput models as jobs run: seconds per cell, too slow for a quick table).
+QUICK_WORKLOADS: tuple[str, ...] = ("homogeneous", "heterogeneous", "dynamic", "fine-tuning")
 #: Round lengths of the ``--quick`` table, s: long rounds, few decisions.
 QUICK_ROUND_S: Mapping[str, float] = {"homogeneous": 3600.0, "heterogeneous": 3600.0,
                                       "dynamic": 600.0, "fine-tuning": 600.0}
@@ -150,7 +171,8 @@ def quick_settings(**overrides: Any) -> TableSettings:
     (heterogeneous 2 + 2 + 2, fine-tuning 8), rounds of :data:`QUICK_ROUND_S`, seed 0, every
     policy."""
     base = TableSettings(jobs=6, gpus=4, heterogeneous={"v100": 2, "p100": 2, "k80": 2},
-                         titan_gpus=8, seeds=(0,), round_s=dict(QUICK_ROUND_S))
+                         titan_gpus=8, seeds=(0,), round_s=dict(QUICK_ROUND_S),
+                         workloads=QUICK_WORKLOADS)
     return replace(base, **overrides)
 
 
@@ -168,6 +190,10 @@ def check_settings(settings: TableSettings) -> None:
         raise InputError("jobs_per_hour must be > 0", field="jobs_per_hour")
     if any(not (math.isfinite(v) and v > 0) for v in settings.round_s.values()):
         raise InputError("round lengths must be > 0", field="round_s")
+    if "goodput" in settings.workloads and (settings.gpus < cw.GOODPUT_GPUS_PER_NODE
+                                             or settings.gpus % cw.GOODPUT_GPUS_PER_NODE):
+        raise InputError("the goodput workload's cluster is whole nodes of 4 GPUs",
+                         field="workloads[0].params.gpus")
     unknown = [w for w in settings.workloads if w not in cw.WORKLOADS]
     if unknown or not settings.workloads:
         raise InputError(f"unknown workload(s) {unknown} (of {', '.join(cw.WORKLOADS)})",
@@ -321,9 +347,26 @@ def _kind(policy: str) -> tuple[str, bool, bool]:
 
 def plan_for(policy: str, workload: str) -> Plan:
     """How ``policy`` runs on ``workload`` (module docstring)."""
+    if policy in GOODPUT_POLICIES:
+        if workload == "goodput":
+            return Plan("goodput", "")
+        return Plan(None, reason="it plans goodput jobs only (elastic jobs that choose their "
+                    "batch size from a fitted goodput model)")
     if policy == HARE:
+        if workload == "goodput":
+            return Plan(None, reason="Hare plans rounds of tasks with known durations; a "
+                        "goodput job's speed depends on the batch and GPUs it is given")
         return Plan("hare", "as Hare jobs (R_j rounds of m_j tasks; a plan, not simulated)")
     kind, elastic, gavel_mechanism = _kind(policy)
+    if workload == "goodput":
+        if kind == "shockwave":
+            return Plan(None, reason="Shockwave plans epoch schedules of dynamic jobs; a "
+                        "goodput job's batch is the job's own choice")
+        if gavel_mechanism:
+            return Plan(None, reason="it over-commits GPUs as Gavel's code does and needs "
+                        "Gavel's round mechanism, which the goodput simulator does not have")
+        return Plan("goodput", "fixed gangs: each job on its requested GPUs and batch "
+                    "(TunedJobs)")
     if workload == "fine-tuning":
         if kind == "shockwave":
             return Plan(None, reason="Shockwave plans epoch schedules; Titan's world shows "
@@ -509,6 +552,48 @@ def _simulated(cell: Cell) -> tuple[pd.DataFrame, int, float, float, int]:
             float(result.solver_time_s), int(result.decisions))
 
 
+def _goodput_simulated(cell: Cell) -> tuple[pd.DataFrame, int, float, float, int]:
+    """(records, GPUs, busy GPU-s, solver s, decisions) of a goodput cell: Pollux's
+    simulator's rules, 60 s rounds; ``isolated_time_s`` = the job alone on its requested
+    GPUs and batch from time 0 (:func:`_alone_s`)."""
+    from schedlab.policies.goodput_registry import goodput_policy
+    from schedlab.simulator.goodput_run import simulate_goodput
+    from schedlab.workloads.goodput import cluster_of, specs_from_instance
+
+    assert cell.instance is not None
+    specs = specs_from_instance(cell.instance)
+    cluster = cluster_of(cell.instance)
+    options = {"seed": cell.seed} if cell.policy == "pollux" else {}
+    run = simulate_goodput(specs, cluster, goodput_policy(cell.policy, **options),
+                           world="pollux", interval=GOODPUT_ROUND_S)
+    jobs = run.result.jobs
+    records = pd.DataFrame({
+        "job": [j.job for j in jobs],
+        "arrival": [j.arrival for j in jobs],
+        "finish": [math.nan if j.finish is None else j.finish for j in jobs],
+        "isolated_time_s": [_alone_s(spec, tuple(cluster.items())) for spec in specs],
+        "scale_factor": [float(j.scale_factor) for j in jobs],
+        "gpu_seconds": [j.gpu_seconds for j in jobs],
+    })
+    busy = float(sum(run.held_gpus)) * GOODPUT_ROUND_S
+    return (records, sum(n * g for n, g in cluster.values()), busy,
+            float(run.result.solver_time_s), int(run.result.decisions))
+
+
+@functools.lru_cache(maxsize=1024)
+def _alone_s(spec: Any, cluster: tuple[tuple[str, tuple[int, int]], ...]) -> float:
+    """Seconds ``spec`` takes alone on its requested GPUs and batch, arriving at 0 (its JCT
+    less the idle first round), in Pollux's simulator's world."""
+    from dataclasses import replace as replaced
+
+    from schedlab.policies.goodput_static import StaticOnGoodput
+    from schedlab.simulator.goodput_run import simulate_goodput
+
+    run = simulate_goodput([replaced(spec, submission_time=0.0)], dict(cluster),
+                           StaticOnGoodput("fifo"), world="pollux", interval=GOODPUT_ROUND_S)
+    return float(next(iter(run.jcts.values()))) - GOODPUT_ROUND_S
+
+
 def _planned(cell: Cell) -> tuple[pd.DataFrame, int, float, float, int]:
     """(records, GPUs, busy GPU-s, solver s, decisions) of Hare's plan: completions C_j from
     the plan, busy = the tasks' seconds, one decision of the LP's and the greedy's seconds."""
@@ -546,7 +631,8 @@ def run_policy(cell: Cell) -> CellResult:
     t0 = time.perf_counter()
     try:
         records, gpus, busy, solver_s, decisions = (
-            _planned(cell) if cell.route == "hare" else _simulated(cell))
+            _planned(cell) if cell.route == "hare"
+            else _goodput_simulated(cell) if cell.route == "goodput" else _simulated(cell))
     except SchedlabError as exc:
         log.warning("%s on %s (seed %d) could not run: %s", cell.policy, cell.workload,
                     cell.seed, exc)
