@@ -97,3 +97,9 @@ def ratio(value: float, reference: float) -> float:
 
 __all__ = ["check_seeds", "code_digest", "file_safe", "mean_std", "ratio", "read_cell_json",
            "write_cell_json"]
+
+
+def columns_json(frame: Any, columns: Sequence[str]) -> dict[str, list[Any]]:
+    """``frame``'s ``columns`` as JSON lists, a float NaN written as null."""
+    return {column: [None if isinstance(v, float) and math.isnan(v) else v
+                     for v in frame[column].tolist()] for column in columns}

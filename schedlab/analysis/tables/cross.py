@@ -74,7 +74,13 @@ from schedlab.analysis import cross_workloads as cw
 from schedlab.analysis import metrics
 from schedlab.analysis.experiments.kind import TableKind
 from schedlab.analysis.experiments.spec import Experiment, FieldReader
-from schedlab.analysis.tables.cells import check_seeds, code_digest, file_safe, mean_std
+from schedlab.analysis.tables.cells import (
+    check_seeds,
+    code_digest,
+    columns_json,
+    file_safe,
+    mean_std,
+)
 from schedlab.analysis.tables.output import Block, Document, Heading, pm
 from schedlab.errors import InputError, SchedlabError
 from schedlab.instance import Instance
@@ -454,8 +460,7 @@ class CellResult:
         """The cell file's content."""
         records = None
         if self.records is not None:
-            records = {c: [None if isinstance(v, float) and math.isnan(v) else v
-                           for v in self.records[c].tolist()] for c in RECORD_COLUMNS}
+            records = columns_json(self.records, RECORD_COLUMNS)
         return {"format": CELL_FORMAT, "policy": self.policy, "workload": self.workload,
                 "seed": self.seed, "reason": self.reason, "records": records,
                 "gpus": self.gpus, "busy_gpu_s": self.busy_gpu_s,

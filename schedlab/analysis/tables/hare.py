@@ -63,7 +63,14 @@ from schedlab.analysis import metrics
 from schedlab.analysis.experiments.kind import TableKind
 from schedlab.analysis.experiments.spec import Experiment, FieldReader, frozen
 from schedlab.analysis.tables import output
-from schedlab.analysis.tables.cells import check_seeds, code_digest, file_safe, mean_std, ratio
+from schedlab.analysis.tables.cells import (
+    check_seeds,
+    code_digest,
+    columns_json,
+    file_safe,
+    mean_std,
+    ratio,
+)
 from schedlab.analysis.tables.output import Block, Document, Heading, pm
 from schedlab.errors import InputError, UnknownNameError
 from schedlab.instance import Instance
@@ -350,9 +357,7 @@ class CellResult:
         return {
             "format": CELL_FORMAT, "scheme": self.scheme, "jobs": self.jobs,
             "gpus": self.gpus, "seed": self.seed, "wall_s": self.wall_s,
-            "records": {column: [None if isinstance(v, float) and math.isnan(v) else v
-                                 for v in self.records[column].tolist()]
-                        for column in ("job", "weight", "arrival", "completion")},
+            "records": columns_json(self.records, ("job", "weight", "arrival", "completion")),
         }
 
     @classmethod

@@ -60,7 +60,14 @@ import pandas as pd
 
 from schedlab.analysis.experiments.kind import TableKind
 from schedlab.analysis.experiments.spec import Experiment, FieldReader, policies_of
-from schedlab.analysis.tables.cells import check_seeds, code_digest, file_safe, mean_std, ratio
+from schedlab.analysis.tables.cells import (
+    check_seeds,
+    code_digest,
+    columns_json,
+    file_safe,
+    mean_std,
+    ratio,
+)
 from schedlab.analysis.tables.output import Block, Document, Heading, pm
 from schedlab.errors import InputError
 from schedlab.policies.goodput_registry import goodput_policy
@@ -404,8 +411,7 @@ class CellResult:
             "seed": self.seed, "interval": self.interval, "wall_s": self.wall_s,
             "decide_time_s": self.decide_time_s, "solver_time_s": self.solver_time_s,
             "rounds": self.rounds, "stopped": self.stopped,
-            "jobs": {column: [None if isinstance(v, float) and math.isnan(v) else v
-                              for v in self.jobs[column].tolist()] for column in JOB_COLUMNS},
+            "jobs": columns_json(self.jobs, JOB_COLUMNS),
             "held_gpus": list(self.held_gpus), "contention": list(self.contention),
         }
 

@@ -48,7 +48,14 @@ from schedlab.analysis import metrics
 from schedlab.analysis.experiments.kind import TableKind
 from schedlab.analysis.experiments.spec import Experiment, FieldReader, policies_of
 from schedlab.analysis.tables import output
-from schedlab.analysis.tables.cells import check_seeds, code_digest, file_safe, mean_std, ratio
+from schedlab.analysis.tables.cells import (
+    check_seeds,
+    code_digest,
+    columns_json,
+    file_safe,
+    mean_std,
+    ratio,
+)
 from schedlab.analysis.tables.output import Block, Document, Heading, pm
 from schedlab.errors import InputError
 from schedlab.instance import Instance
@@ -254,9 +261,7 @@ class CellResult:
             "format": CELL_FORMAT, "policy": self.policy, "density": self.density,
             "seed": self.seed, "wall_s": self.wall_s, "solver_time_s": self.solver_time_s,
             "rounds": self.rounds, "accounting": self.accounting,
-            "jobs": {column: [None if isinstance(v, float) and math.isnan(v) else v
-                              for v in self.jobs[column].tolist()]
-                     for column in ("job", "arrival", "start", "finish", "merged")},
+            "jobs": columns_json(self.jobs, ("job", "arrival", "start", "finish", "merged")),
         }
 
     @classmethod
