@@ -157,3 +157,17 @@ def test_the_goodput_command_prints_every_policy(tmp_path) -> None:  # type: ign
         ("srtf", "cifar10-1")]
     assert all(float(r["jct_s"]) > 0 for r in rows)
     assert main(["goodput", "pollux:9", "-q"]) == 2
+
+
+def test_simulate_points_a_goodput_instance_to_the_goodput_command(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from schedlab.cli import main
+    from schedlab.instance import save_instance
+    from schedlab.workloads.goodput import goodput_instance
+
+    path = tmp_path / "gp.json"
+    save_instance(goodput_instance(pollux_workload(6, jobs=2), {"aws": (1, 4)}, name="gp"),
+                  path)
+    assert main(["simulate", "--workload", str(path), "--policy", "fifo", "-q"]) == 2
+    assert main(["goodput", str(path), "--policies", "fifo", "-q"]) == 2  # 6-GPU requests
+    assert main(["goodput", str(path), "--policies", "fifo", "--cluster", "aws=2x4",
+                 "-q"]) == 0

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from schedlab.errors import InputError
 from schedlab.policies.goodput_state import (
     Decision,
     GoodputJobInfo,
@@ -87,19 +88,28 @@ class GoodputRun:
         return {j.job: j.jct for j in self.result.jobs if j.jct is not None}
 
 
-def build_jobs(specs: Sequence[GoodputJobSpec], types: Sequence[str], world: GoodputWorld,
-               *, profiles: Path | None = None, fixed: bool = False) -> list[GoodputJob]:
-    """The simulator's jobs of ``specs`` on GPU types ``types`` under ``world``'s rules:
+def build_jobs(specs: Sequence[GoodputJobSpec], gpus_of: Mapping[str, int],
+               world: GoodputWorld, *, profiles: Path | None = None, fixed: bool = False
+               ) -> list[GoodputJob]:
+    """The simulator's jobs of ``specs`` on the GPU types of ``gpus_of`` (type -> GPUs, in
+    cluster order) under ``world``'s rules:
     Pollux's simulator tunes every batch (NCF held at 32768) and ignores the request; Sia's
     keeps the request as the policy's batch cap and fixes the batch of rigid and
     scale-gpus jobs (``cluster.py`` 36-68).  ``fixed``: every job runs its request, the
     batch and GPU count of the trace (the baselines' "TunedJobs" in both papers; Pollux
-    ``simulator.py`` 193-197, Sia ``cluster.py`` 69-79), as a rigid gang."""
+    ``simulator.py`` 193-197, Sia ``cluster.py`` 69-79), as a rigid gang; a request above
+    every type's GPUs is an :class:`~schedlab.errors.InputError`."""
+    types = list(gpus_of)
     jobs = []
+    largest = max(gpus_of.values(), default=0)
     for spec in specs:
         apps = {t: load_application(spec.application, t, flavour=world.name,  # type: ignore[arg-type]
                                     root=profiles) for t in types}
         if fixed:
+            if (spec.num_replicas or 1) > largest:
+                raise InputError(
+                    f"job {spec.name!r} requests {spec.num_replicas} GPUs and runs as a fixed "
+                    f"gang, but no GPU type has more than {largest}", field="num_replicas")
             app = apps[types[0]]
             batch = spec.batch_size or app.init_batch_size
             jobs.append(GoodputJob(
@@ -224,7 +234,8 @@ def simulate_goodput(
         world = WORLDS[world]
     nodes = {t: n for t, (n, _) in cluster.items()}
     per_node = {t: g for t, (_, g) in cluster.items()}
-    jobs = build_jobs(specs, list(cluster), world, profiles=profiles,
+    jobs = build_jobs(specs, {t: n * g for t, (n, g) in cluster.items()}, world,
+                      profiles=profiles,
                       fixed=bool(getattr(policy, "fixed_jobs", False)))
     allocations: dict[str, tuple[str, tuple[int, ...]]] = {}
     suspensions = {job.name: 0 for job in jobs}

@@ -64,6 +64,10 @@ def check_simulatable(instance: Instance, source: str) -> None:
     if not instance.jobs:
         raise InputError("the file has no jobs to simulate", file=source, field="jobs")
     for i, job in enumerate(instance.jobs):
+        if job.application is not None:
+            raise InputError("a goodput job (it names an application): run the file with "
+                             "`schedlab goodput FILE` (docs/goodput.md)", file=source,
+                             field=f"jobs[{i}].application")
         if job.total_steps is None:
             raise InputError("the simulator needs total_steps on every job", file=source,
                              field=f"jobs[{i}].total_steps")
