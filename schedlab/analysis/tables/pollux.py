@@ -60,6 +60,7 @@ import pandas as pd
 
 from schedlab.analysis.experiments.kind import TableKind
 from schedlab.analysis.experiments.spec import Experiment, FieldReader, policies_of
+from schedlab.analysis.goodput_metrics import pooled_metrics
 from schedlab.analysis.tables.cells import (
     check_seeds,
     code_digest,
@@ -575,52 +576,6 @@ METRICS: tuple[str, ...] = (
     "avg_jct_s", "avg_jct_workload_std_s", "p99_jct_s", "makespan_s", "gpu_hours_per_job",
     "restarts_per_job", "contention_mean", "contention_max",
 )
-
-
-def pooled_metrics(results: Sequence[CellResult], *,
-                   makespan_from_first_submission: bool) -> dict[str, float]:
-    """The metrics (module docstring) of the workloads ``results`` pooled: average, spread
-    over the workloads' averages (numpy's std, as Sia's ``print_run_stats.py``) and p99 of
-    the finished jobs' JCTs (s); mean makespan (s; NaN when a job did not finish); GPU-hours
-    and restarts per job; mean (over the workloads of the per-round mean) and max
-    contention."""
-    jcts: list[float] = []
-    averages: list[float] = []
-    makespans: list[float] = []
-    jobs = restarts = 0
-    gpu_seconds = 0.0
-    contention_means: list[float] = []
-    contention_max = 0
-    for result in results:
-        frame = result.jobs
-        done = frame[frame["finish"].notna()]
-        jct = (done["finish"] - done["arrival"]).to_numpy(dtype=float)
-        jcts.extend(jct.tolist())
-        averages.append(float(jct.mean()) if len(jct) else math.nan)
-        if len(done) == len(frame) and len(frame):
-            start = float(frame["arrival"].min()) if makespan_from_first_submission else 0.0
-            makespans.append(float(frame["finish"].max()) - start)
-        else:
-            makespans.append(math.nan)
-        jobs += len(frame)
-        restarts += int(frame["restarts"].sum())
-        gpu_seconds += float(sum(result.held_gpus)) * result.interval
-        if result.contention:
-            contention_means.append(float(np.mean(result.contention)))
-            contention_max = max(contention_max, max(result.contention))
-    ordered = sorted(jcts)
-    unfinished = jobs - len(ordered)
-    return {
-        "jobs": float(jobs), "unfinished": float(unfinished),
-        "avg_jct_s": float(np.mean(ordered)) if ordered else math.nan,
-        "avg_jct_workload_std_s": float(np.std(averages)) if averages else math.nan,
-        "p99_jct_s": ordered[int(0.99 * len(ordered))] if ordered else math.nan,
-        "makespan_s": float(np.mean(makespans)) if makespans else math.nan,
-        "gpu_hours_per_job": gpu_seconds / HOUR_S / jobs if jobs else math.nan,
-        "restarts_per_job": restarts / jobs if jobs else math.nan,
-        "contention_mean": float(np.mean(contention_means)) if contention_means else math.nan,
-        "contention_max": float(contention_max),
-    }
 
 
 @dataclass(frozen=True)
