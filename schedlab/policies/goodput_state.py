@@ -60,16 +60,6 @@ class GoodputJobInfo:
     progress: float
     total_progress: float
 
-    def goodput(self, gpu_type: str, nodes: int, replicas: int) -> float | None:
-        """The best goodput (samples/s at M0 efficiency) of the job's model on ``nodes``
-        nodes and ``replicas`` GPUs of ``gpu_type`` (None without a model there)."""
-        model = self.models.get(gpu_type)
-        if model is None:
-            return None
-        return model.optimize(nodes, replicas, self.max_batch_size[gpu_type],
-                              self.atomic_bsz_range[gpu_type],
-                              tune_bsz=self.tune_bsz).goodput
-
 
 @dataclass(frozen=True)
 class GoodputState:
