@@ -16,7 +16,10 @@ The targets: 16 jobs, then 32 jobs, proven within 1% in <= 60 s by the default f
 where "proven" means own gap <= 1%.  From ``--to-1pct-from`` jobs (default 32) on, a third
 method, "time-indexed, stop at 1%" (``TimeIndexed(stop_gap=0.01)``), stops as soon as its own
 gap is <= 1%: its wall seconds are the time to a proven 1% (status ``feasible`` then, since
-1% is not the MIP tolerance).  ``--before`` adds "time-indexed, before list search" (the
+1% is not the MIP tolerance; with a stop gap the solve runs the list search first and ends
+there when the cheap assignment bound already proves the gap).  ``--no-list-first`` adds
+"time-indexed, stop at 1%, no list first" (``list_first_share=0``: the phase order before
+that change), a baseline in the same run.  ``--before`` adds "time-indexed, before list search" (the
 defaults before the list search: ``list_search=False``, Benders up to 16 jobs per node), a
 baseline in the same run.  The disjunctive model runs up to ``--disjunctive-max-jobs``
 (default 32; at 64 jobs its 2 x 32 256 big-M rows per GPU pair take minutes to build and it
@@ -69,6 +72,12 @@ TIME_INDEXED_NO_PRESOLVE = Method("time-indexed, presolve off", "saturn.time_ind
                                   (("presolve", "off"),))
 TIME_INDEXED_TO_1PCT = Method("time-indexed, stop at 1%", "saturn.time_indexed",
                               overrides=(("stop_gap", 0.01),))
+#: stop at 1% without phase 0 (the list search before any grid model), as before 2026-12:
+#: a baseline in the same run for ``--no-list-first``
+TIME_INDEXED_TO_1PCT_NO_LIST_FIRST = Method("time-indexed, stop at 1%, no list first",
+                                            "saturn.time_indexed",
+                                            overrides=(("stop_gap", 0.01),
+                                                       ("list_first_share", 0.0)))
 #: the defaults before the list search (Benders up to 16 jobs per node), as a baseline run
 #: in the same process: on a shared machine only such side-by-side rows compare
 TIME_INDEXED_BEFORE = Method("time-indexed, before list search", "saturn.time_indexed",
@@ -190,6 +199,8 @@ def main() -> None:
                         help="the disjunctive model only up to this many jobs")
     parser.add_argument("--before", action="store_true",
                         help="also solve with the defaults before the list search (baseline)")
+    parser.add_argument("--no-list-first", action="store_true",
+                        help="also stop at 1%% without the list search first (baseline)")
     args = parser.parse_args()
     if args.time_limit is None:
         args.time_limit = 20.0 if args.quick else 60.0
@@ -201,6 +212,8 @@ def main() -> None:
     def methods(jobs: int) -> list[Method]:
         return ([TIME_INDEXED]
                 + ([TIME_INDEXED_TO_1PCT] if jobs >= args.to_1pct_from else [])
+                + ([TIME_INDEXED_TO_1PCT_NO_LIST_FIRST]
+                   if args.no_list_first and jobs >= args.to_1pct_from else [])
                 + ([TIME_INDEXED_BEFORE] if args.before else [])
                 + ([DISJUNCTIVE] if jobs <= args.disjunctive_max_jobs else [])
                 + ([TIME_INDEXED_NO_PRESOLVE] if args.presolve_off else []))

@@ -137,3 +137,38 @@ def test_stop_gap_stops_early_and_keeps_the_status_honest() -> None:
 def test_stop_gap_is_validated() -> None:
     with pytest.raises(InputError, match="stop_gap"):
         TimeIndexed(stop_gap=1.5)
+    with pytest.raises(InputError, match="list_first_share"):
+        TimeIndexed(list_first_share=1.5)
+    with pytest.raises(InputError, match="list_first_restarts"):
+        TimeIndexed(list_first_restarts=-1)
+
+
+def test_list_first_phase_keeps_bound_and_status_honest() -> None:
+    """With a stop gap and no Benders phase, the list search runs before any grid model
+    (phase 0 of ``TimeIndexed.solve``) and may end the solve.  On 4-job one-node instances
+    (one release time, so the brute-force enumerator of ``test_saturn`` gives the optimum):
+    the bound is never above that optimum, the schedule never below it and it passes the
+    checker, the gap is the one of the bound, ``optimal`` only at the optimum, and a solve
+    that ended in phase 0 is within the stop gap."""
+    ended_in_phase_0 = 0
+    for seed in range(8):
+        rng = random.Random(seed)
+        inst = random_instance(rng, 4, [4])
+        inst = make([{"id": j.id, "configs": [c.model_dump() for c in j.configs or []]}
+                     for j in inst.jobs], [4])
+        optimum = brute_force_makespan(inst)
+        solution = TimeIndexed(benders=False, stop_gap=0.05).solve(
+            inst, SolverOptions(time_limit_s=1))
+        assert check(inst, solution) == []
+        assert solution.objective is not None and solution.bound is not None
+        assert solution.bound <= optimum * (1 + 1e-9)
+        assert solution.objective >= optimum * (1 - 1e-9)
+        assert solution.gap == pytest.approx(
+            (solution.objective - solution.bound) / solution.objective, rel=1e-9, abs=1e-12)
+        if solution.status == Status.OPTIMAL:
+            assert solution.objective == pytest.approx(optimum, rel=1e-4)
+        if solution.metrics.get("grid_model") == "not built":
+            ended_in_phase_0 += 1
+            assert solution.gap <= 0.05
+            assert solution.status in (Status.FEASIBLE, Status.OPTIMAL)
+    assert ended_in_phase_0 > 0

@@ -239,6 +239,19 @@ class SaturnMilp(Formulation):
         return solution
 
 
+def merge_list_metrics(first: dict[str, Any], later: dict[str, Any]) -> dict[str, Any]:
+    """The ``list_search_*`` metrics of two list-search phases as one: iterations and
+    seconds added, improvements in order, the later makespan."""
+    if not first or not later:
+        return {**first, **later}
+    return {**later,
+            "list_search_iterations": (first["list_search_iterations"]
+                                       + later["list_search_iterations"]),
+            "list_search_s": first["list_search_s"] + later["list_search_s"],
+            "list_search_improvements": (first["list_search_improvements"]
+                                         + later["list_search_improvements"])}
+
+
 # --------------------------------------------------------------------- time-indexed
 
 
@@ -268,6 +281,8 @@ class TimeIndexed(SaturnMilp):
         list_search_share: float = 0.9,
         list_search_restarts: int | None = None,
         stop_gap: float = 0.0,
+        list_first_share: float = 0.5,
+        list_first_restarts: int = 8,
     ) -> None:
         super().__init__(objective, dominance)
         if not 0 <= target_gap < 1:
@@ -275,6 +290,12 @@ class TimeIndexed(SaturnMilp):
                              field="target_gap")
         if not 0 <= stop_gap < 1:
             raise InputError(f"stop_gap must be in [0, 1) (got {stop_gap!r})", field="stop_gap")
+        if not 0 <= list_first_share <= 1:
+            raise InputError(f"list_first_share must be in [0, 1] (got {list_first_share!r})",
+                             field="list_first_share")
+        if list_first_restarts < 0:
+            raise InputError(f"list_first_restarts must be >= 0 (got {list_first_restarts!r})",
+                             field="list_first_restarts")
         self.slot_s = slot_s
         self.max_slots = max_slots
         self.start_tries = start_tries
@@ -292,6 +313,8 @@ class TimeIndexed(SaturnMilp):
         self.list_search_share = list_search_share
         self.list_search_restarts = list_search_restarts
         self.stop_gap = stop_gap
+        self.list_first_share = list_first_share
+        self.list_first_restarts = list_first_restarts
 
     @property
     def stop_at_gap(self) -> float:
@@ -500,8 +523,16 @@ class TimeIndexed(SaturnMilp):
         return placed
 
     def solve(self, instance: Instance, options: SolverOptions | None = None) -> Solution:
-        """Three phases within one time limit (makespan objective):
+        """Phases within one time limit (makespan objective):
 
+        0. (``stop_gap`` > 0, ``list_search`` on and no Benders phase; ``list_first_share``
+           > 0) *list first*: the assignment bound (the cheap part of phase 1), then the list
+           search from the greedy schedule for ``list_first_share`` of the limit or
+           ``list_first_restarts`` restarts (when it stalls, the stronger bounds of the later
+           phases are needed), stopping at :attr:`stop_at_gap` from that bound; when it gets
+           there the solve ends
+           (:meth:`_list_first_solution`: no grid model is built), otherwise phases 1-3 follow
+           and the shorter of phase 0's and phase 2's schedules goes on to phase 2b,
         1. a valid bound from the small assignment and energetic-reasoning MIPs
            (``saturn_bounds``; at most ``bound_share`` of the limit; skipped when Benders
            runs, whose master's first solve is the same assignment MIP),
@@ -548,11 +579,26 @@ class TimeIndexed(SaturnMilp):
         t0 = time.perf_counter()
         limit = opts.time_limit_s
         deadline = None if limit is None else t0 + limit
-        delta, slots, start = self.grid(data)
         bound_s = lower_bound(data)
+        first: list[Placement] | None = None  # phase 0's schedule (list first)
+        first_metrics: dict[str, Any] = {}
+        assignment: float | None = None
+        if (list_on and not benders_on and data.num_jobs and self.stop_gap > 0
+                and self.list_first_share > 0):
+            assignment = bound_s = self._combinatorial_bound(data, opts, t0, energetic=False)
+            first, first_metrics = self._list_search_phase(
+                data, greedy_placements(data), bound_s, t0, deadline, benders_on=False,
+                share=self.list_first_share, restarts=self.list_first_restarts)
+            span = makespan(to_schedule(data, first))
+            if span - bound_s <= self.stop_at_gap * span:
+                return self._list_first_solution(instance, data, first, bound_s, first_metrics,
+                                                 opts.solver, t0)
+        delta, slots, start = self.grid(data)
         if self.objective == "makespan" and data.num_jobs and not benders_on:
             # (with Benders, its master's first solve gives the assignment bound)
-            bound_s = self._combinatorial_bound(data, opts, t0)
+            # (its share of the time counts from the end of phase 0, when that ran)
+            bound_s = self._combinatorial_bound(
+                data, opts, t0 if first is None else time.perf_counter(), assignment=assignment)
         log.debug("phase 1 (bounds) done after %.1f s: %.1f", time.perf_counter() - t0, bound_s)
         t_build = time.perf_counter()
         m = self.extend_model(self.build_from(data, delta, slots, start, floor_s=bound_s),
@@ -588,10 +634,14 @@ class TimeIndexed(SaturnMilp):
         phase1_bound = bound_s
         cut_short = result.status == Status.TIME_LIMIT
         proven_on_grid = grid_is_exact(data, delta) and result.status == Status.OPTIMAL
+        if first is not None and makespan(to_schedule(data, first)) < makespan(
+                to_schedule(data, left_shift(data, placed))) - 1e-9:
+            placed = first  # phase 0 found the shorter schedule
+        benders_metrics.update(first_metrics)
         if list_on and not proven_on_grid:
             placed, list_metrics = self._list_search_phase(data, placed, bound_s, t0, deadline,
                                                            benders_on)
-            benders_metrics.update(list_metrics)
+            benders_metrics.update(merge_list_metrics(first_metrics, list_metrics))
         if benders_on and not grid_is_exact(data, delta):
             polished = makespan(to_schedule(data, left_shift(data, placed)))
             if polished - bound_s > self.stop_at_gap * polished:
@@ -670,12 +720,15 @@ class TimeIndexed(SaturnMilp):
 
     def _list_search_phase(self, data: SaturnData, placed: list[Placement], bound_s: float,
                            t0: float, deadline: float | None, benders_on: bool,
+                           share: float | None = None, restarts: int | None = None,
                            ) -> tuple[list[Placement], dict[str, Any]]:
-        """Phase 2b of :meth:`solve`: :func:`saturn.list_search.list_search` from the
-        (left-shifted) schedule ``placed`` for ``list_search_share`` of the time left (without
+        """Phase 2b of :meth:`solve` (and phase 0, with ``share`` = ``list_first_share`` and
+        ``restarts`` = ``list_first_restarts``):
+        :func:`saturn.list_search.list_search` from the (left-shifted) schedule ``placed`` for
+        ``share`` (default ``list_search_share``) of the time left (without
         a time limit: as long as the solve took so far, >= 1 s), stopping early once within
-        :attr:`stop_at_gap` of the proven bound ``bound_s`` or after
-        ``list_search_restarts`` restarts, each after 2000 J^1.5 iterations without a shorter
+        :attr:`stop_at_gap` of the proven bound ``bound_s`` or after ``restarts`` (default
+        ``list_search_restarts``) restarts, each after 2000 J^1.5 iterations without a shorter
         schedule (J jobs).  ``list_search_restarts=None``: 1 when the Benders phase follows
         (it proves such instances, and needs the time), else no limit under a time limit (the
         share of the time ends it) and 3 without one.  A heuristic: it only shortens the
@@ -686,9 +739,10 @@ class TimeIndexed(SaturnMilp):
         if span - bound_s <= stop * span:
             return current, {}
         now = time.perf_counter()
-        budget = (self.list_search_share * (deadline - now) if deadline is not None
-                  else max(1.0, now - t0))
-        restarts = self.list_search_restarts
+        share = self.list_search_share if share is None else share
+        budget = share * (deadline - now) if deadline is not None else max(1.0, now - t0)
+        if restarts is None:
+            restarts = self.list_search_restarts
         if restarts is None:
             restarts = 1 if benders_on else (10**6 if deadline is not None else 3)
         found = list_search(data, current, now + budget,
@@ -704,6 +758,29 @@ class TimeIndexed(SaturnMilp):
         if found.makespan < span - 1e-9:
             return found.placements, metrics
         return current, metrics
+
+    def _list_first_solution(self, instance: Instance, data: SaturnData,
+                             placed: list[Placement], bound_s: float, metrics: dict[str, Any],
+                             solver: str, t0: float) -> Solution:
+        """The answer of :meth:`solve` when phase 0 (the list search before any grid model)
+        met :attr:`stop_at_gap` from the proven bound ``bound_s``: the list schedule (never
+        longer than the greedy one it started from), ``feasible`` (``optimal`` only when the
+        gap is within ``target_gap``)."""
+        t1 = time.perf_counter()
+        solution = schedule_solution(self.name, instance, data, to_schedule(data, placed))
+        assert solution.objective is not None
+        solution.bound = max(solution.bound or 0.0, bound_s)
+        solution.gap = (max(0.0, (solution.objective - solution.bound) / solution.objective)
+                        if solution.objective > 0 else 0.0)
+        solution.metrics.update(metrics)
+        solution.metrics.update({"combinatorial_bound_s": bound_s, "target_gap": self.target_gap,
+                                 "returned": "list_search", "grid_model": "not built"})
+        if solution.gap <= self.target_gap:
+            solution.status = Status.OPTIMAL
+            solution.metrics["gap_tolerance"] = self.target_gap
+        solution.solver = solver
+        solution.timings = Timings(build_s=0.0, solve_s=t1 - t0, extract_s=time.perf_counter() - t1)
+        return solution
 
     def _use_benders(self, data: SaturnData, opts: SolverOptions) -> bool:
         """The Benders phase runs for the makespan with identical nodes and one
@@ -721,15 +798,20 @@ class TimeIndexed(SaturnMilp):
                 and benders_applicable(data)
                 and data.num_jobs <= per_node * len(data.nodes))
 
-    def _combinatorial_bound(self, data: SaturnData, opts: SolverOptions, t0: float) -> float:
+    def _combinatorial_bound(self, data: SaturnData, opts: SolverOptions, t0: float, *,
+                             energetic: bool = True, assignment: float | None = None) -> float:
         """Phase 1 of :meth:`solve`: max(analytic bound, :func:`saturn_bounds.assignment_bound`,
         :func:`saturn_bounds.energetic_bound` below the greedy exact makespan), within
-        ``bound_share`` of the time limit (all valid lower bounds of the exact problem)."""
+        ``bound_share`` of the time limit from ``t0`` (all valid lower bounds of the exact
+        problem).  ``energetic=False``: the assignment bound alone (phase 0);
+        ``assignment``: that bound, already computed."""
         limit = opts.time_limit_s
         stop = None if limit is None else t0 + self.bound_share * limit
         sub = replace(opts, warm_start=False, extra={}, time_limit_s=None if stop is None
                       else max(0.1, stop - time.perf_counter()))
-        bound = assignment_bound(data, sub)
+        bound = assignment_bound(data, sub) if assignment is None else assignment
+        if not energetic:
+            return bound
         upper = makespan(to_schedule(data, greedy_placements(data)))
         if upper - bound > self.target_gap * upper and (
                 stop is None or time.perf_counter() < stop - 0.2):
