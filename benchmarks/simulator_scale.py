@@ -3,8 +3,10 @@
 Usage::
 
     python benchmarks/simulator_scale.py                    # every row (see benchmarks/README.md)
-    python benchmarks/simulator_scale.py --quick            # 1000 and 10000 jobs, no philly or
-                                                            # trace-1000 rows: about 30 s
+    python benchmarks/simulator_scale.py --quick            # 1000 and 10000 jobs, no philly,
+                                                            # helios or trace-1000 rows: ~30 s
+    python benchmarks/simulator_scale.py --row helios 100000 fifo   # one row, measured here:
+                                                            # KIND generated|philly|helios|trace
     python benchmarks/simulator_scale.py --sizes 1000,10000 --skip-gavel-all
     python benchmarks/simulator_scale.py --write-docs       # also replace the table between
                                                             # the markers in docs/simulator.md
@@ -19,11 +21,21 @@ Rows, each measured in a fresh Python process (so its peak memory is its own):
   P100, K80 and N x 6 / 1000 jobs/hour (36:36:36 at 6 jobs/h for 1000 jobs, as Gavel's
   trace), under ``fifo`` and ``gavel.max_min_fairness``; N = 10^3, 10^4, 10^5 and, with
   ``--million``, 10^6.
-- **philly**: the 10^5-job generated stream written by this script as a Philly
-  ``cluster_job_log`` (JSON: one ``Pass`` job per generated job, its V100 run time as one
-  attempt, its GPUs in ``detail``) and read back by the project's trace reader
-  (:func:`schedlab.workloads.traces.instance_from_trace`; job types drawn anew, so the work
-  differs from the generated row), then simulated under ``fifo``.
+- **philly** and **helios**: the generated stream (10^5 jobs; 10^6 too with ``--million``)
+  written by this script in each trace format -- a Philly ``cluster_job_log`` (JSON: one
+  ``Pass`` job per generated job, one attempt as long as its run time on V100, its GPUs in
+  ``detail``) and a Helios ``cluster_log.csv`` (one ``COMPLETED`` row per job, ``gpu_num`` =
+  its GPUs, ``duration`` = its V100 run time) -- and read back by the project's trace reader
+  (:func:`schedlab.workloads.traces.instance_from_trace`, seed 0, the file's own timing), then
+  simulated under ``fifo`` and ``gavel.max_min_fairness``.  Both files carry the same jobs
+  (:func:`trace_records`), so both formats give the same Instance.  What a trace file cannot
+  carry differs from the generated row: times are whole seconds, as the formats publish them
+  (arrivals rounded down, run times rounded, so about 8 % of the jobs at 600 jobs/h arrive in
+  the same second as the job before them), and the formats name no model, so the reader
+  draws each job's type anew among the types measured at its scale factor (same distribution
+  as the generator's, different draws).  Scale factors, arrival order and V100 run times are
+  the generated stream's, so the work is the same to within the type draws (the row's
+  ``avg JCT h`` shows how close).
 - **trace-1000**: every registered ``gavel.*`` policy on ``instances/gavel/trace-1000.json.gz``
   (a row stopped at ``--gavel-cpu`` CPU seconds says so).
 
@@ -39,9 +51,11 @@ is printed with the table, and CPU seconds are the figure to compare across load
 from __future__ import annotations
 
 import argparse
+import csv
 import datetime as dt
 import json
 import logging
+import math
 import os
 import re
 import resource
@@ -50,6 +64,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +75,10 @@ DOCS = ROOT / "docs" / "simulator.md"
 START = "<!-- simulator_scale:start -->"
 END = "<!-- simulator_scale:end -->"
 SCALED_POLICIES = ("fifo", "gavel.max_min_fairness")
-PHILLY_JOBS = 100_000
+TRACE_JOBS = 100_000
 EPOCH = dt.datetime(2017, 10, 1)
+HELIOS_HEADER = ("job_id", "user", "vc", "gpu_num", "cpu_num", "node_num", "state",
+                 "submit_time", "start_time", "end_time", "duration", "queue")
 
 log = logging.getLogger("simulator_scale")
 
@@ -83,29 +101,77 @@ def generated(num_jobs: int) -> Any:
                                    jobs_per_hour=scaled_rate(num_jobs))
 
 
-def write_philly(path: Path, num_jobs: int) -> None:
-    """The generated N-job stream as a Philly ``cluster_job_log``: submitted at its arrival,
-    one attempt as long as its run time on V100 (total_steps / T[v100]), s_j GPUs."""
-    instance = generated(num_jobs)
-    jobs = []
-    for job in instance.jobs:
-        submit = EPOCH + dt.timedelta(seconds=job.arrival)
+@dataclass(frozen=True)
+class TraceRecord:
+    """One generated job as a trace file records it (times in whole seconds)."""
+
+    id: str
+    user: str
+    submit: dt.datetime
+    run_s: int
+    gpus: int
+
+
+def trace_records(num_jobs: int) -> list[TraceRecord]:
+    """The generated N-job stream as trace records: submitted at its arrival rounded down to
+    the second (the formats' resolution), started at once, running its V100 run time
+    total_steps / T[v100] rounded to whole seconds (at least 1), on s_j GPUs."""
+    records = []
+    for job in generated(num_jobs).jobs:
+        submit = EPOCH + dt.timedelta(seconds=math.floor(job.arrival))
         run_s = max(round((job.total_steps or 0.0) / job.throughput["v100"]), 1)
-        end = submit + dt.timedelta(seconds=run_s)
-        gpus = [f"gpu{g}" for g in range(job.scale_factor)]
-        jobs.append({"jobid": job.id, "user": job.user or "u", "vc": "vc0", "status": "Pass",
-                     "submitted_time": submit.strftime("%Y-%m-%d %H:%M:%S"),
-                     "attempts": [{"start_time": submit.strftime("%Y-%m-%d %H:%M:%S"),
-                                   "end_time": end.strftime("%Y-%m-%d %H:%M:%S"),
+        records.append(TraceRecord(job.id, job.user or "u", submit, run_s, job.scale_factor))
+    return records
+
+
+def _stamp(moment: dt.datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def write_philly(path: Path, num_jobs: int) -> None:
+    """:func:`trace_records` as a Philly ``cluster_job_log``: one ``Pass`` job each, one
+    attempt from submission to submission + run time, its GPUs in ``detail``."""
+    jobs = []
+    for r in trace_records(num_jobs):
+        gpus = [f"gpu{g}" for g in range(r.gpus)]
+        jobs.append({"jobid": r.id, "user": r.user, "vc": "vc0", "status": "Pass",
+                     "submitted_time": _stamp(r.submit),
+                     "attempts": [{"start_time": _stamp(r.submit),
+                                   "end_time": _stamp(r.submit + dt.timedelta(seconds=r.run_s)),
                                    "detail": [{"ip": "m0", "gpus": gpus}]}]})
     path.write_text(json.dumps(jobs))
+
+
+def write_helios(path: Path, num_jobs: int) -> None:
+    """:func:`trace_records` as a Helios ``cluster_log.csv`` (the public header): one
+    ``COMPLETED`` row each, started at submission, ``duration`` = run time, no queueing."""
+    with path.open("w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(HELIOS_HEADER)
+        for r in trace_records(num_jobs):
+            end = r.submit + dt.timedelta(seconds=r.run_s)
+            writer.writerow([r.id, r.user, "vc0", r.gpus, 6 * r.gpus, -(-r.gpus // 8),
+                             "COMPLETED", _stamp(r.submit), _stamp(r.submit), _stamp(end),
+                             r.run_s, 0])
+
+
+#: Trace formats this script writes, and their writers (file names as the releases name them).
+WRITERS: dict[str, tuple[str, Callable[[Path, int], None]]] = {
+    "philly": ("cluster_job_log.json", write_philly),
+    "helios": ("cluster_log.csv", write_helios),
+}
 
 
 # ------------------------------------------------------------------------- one row (child)
 
 
-def run_row(kind: str, size: int, policy_name: str, philly: str | None) -> dict[str, Any]:
-    """Build the workload, simulate it, return the row's numbers (runs in a child process)."""
+def run_row(kind: str, size: int, policy_name: str, trace: str | None) -> dict[str, Any]:
+    """Build the workload, simulate it, return the row's numbers (runs in a child process).
+
+    ``kind`` philly or helios reads ``trace`` (the file written by :data:`WRITERS`) with the
+    file's own timing: the file already holds the generated stream's arrivals, so rescaling
+    them to the rate (``jobs_per_hour``) would only stretch them by the generated sample's
+    deviation from its mean rate (0.1 % at 10^5 jobs)."""
     from schedlab.analysis.sweep import _policy_for
     from schedlab.instance import load_instance
     from schedlab.simulator import simulate
@@ -113,12 +179,11 @@ def run_row(kind: str, size: int, policy_name: str, philly: str | None) -> dict[
     t0 = time.perf_counter()
     if kind == "generated":
         instance = generated(size)
-    elif kind == "philly":
+    elif kind in WRITERS:
         from schedlab.workloads.traces import instance_from_trace
 
-        assert philly is not None
-        instance = instance_from_trace(philly, "philly", scaled_cluster(size), seed=0,
-                                       jobs_per_hour=scaled_rate(size))
+        assert trace is not None
+        instance = instance_from_trace(trace, kind, scaled_cluster(size), seed=0)
     else:
         instance = load_instance(TRACE)
     build_s = time.perf_counter() - t0
@@ -194,21 +259,45 @@ def load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+def one_row(parser: argparse.ArgumentParser, row: list[str]) -> int:
+    """``--row KIND SIZE POLICY [FILE]``: one row, in this process; its numbers as JSON."""
+    if len(row) not in (3, 4) or row[0] not in ("generated", "trace", *WRITERS):
+        parser.error("--row takes KIND SIZE POLICY [FILE], KIND one of generated, "
+                     f"{', '.join(WRITERS)}, trace")
+    kind, size, policy = row[0], int(row[1]), row[2]
+    file = row[3] if len(row) == 4 and row[3] != "-" else None
+    if kind in WRITERS and file is None:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / WRITERS[kind][0]
+            WRITERS[kind][1](path, size)
+            print(json.dumps(run_row(kind, size, policy, str(path))))
+        return 0
+    print(json.dumps(run_row(kind, size, policy, file)))
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--row", nargs=4, metavar=("KIND", "SIZE", "POLICY", "PHILLY"),
-                        help=argparse.SUPPRESS)
+    parser.add_argument("--row", nargs="+", metavar="ARG",
+                        help="KIND SIZE POLICY [FILE]: measure one row here and print its "
+                        "numbers as JSON: KIND "
+                        "generated, philly, helios (FILE: a file this script wrote; default: "
+                        "write one to a temporary folder first) or trace (trace-1000; SIZE "
+                        "ignored); '-' for no FILE")
     parser.add_argument("--sizes", default="1000,10000,100000",
                         help="generated sizes, comma-separated (default: %(default)s)")
     parser.add_argument("--million", action="store_true", help="add the 10^6-job rows")
-    parser.add_argument("--skip-philly", action="store_true")
+    parser.add_argument("--skip-traces", "--skip-philly", dest="skip_traces",
+                        action="store_true", help="no philly and helios rows")
     parser.add_argument("--skip-gavel-all", action="store_true")
     parser.add_argument("--row-timeout", type=float, default=1800.0,
-                        help="wall seconds per generated/philly row (default: %(default)s)")
+                        help="wall seconds per generated/philly/helios row (default: "
+                        "%(default)s)")
     parser.add_argument("--gavel-cpu", type=float, default=120.0,
                         help="CPU seconds per gavel.* trace-1000 row (default: %(default)s)")
     parser.add_argument("--quick", action="store_true",
-                        help="generated 1000 and 10000 jobs only (no philly, no trace-1000 rows)")
+                        help="generated 1000 and 10000 jobs only (no philly, helios or "
+                        "trace-1000 rows)")
     parser.add_argument("--out", type=Path, metavar="FILE",
                         help="also write the table (markdown) to FILE")
     parser.add_argument("--write-docs", action="store_true",
@@ -218,11 +307,9 @@ def main() -> int:
                         help=argparse.SUPPRESS)  # the default now; kept for old command lines
     args = parser.parse_args()
     if args.quick:
-        args.sizes, args.skip_philly, args.skip_gavel_all = "1000,10000", True, True
+        args.sizes, args.skip_traces, args.skip_gavel_all = "1000,10000", True, True
     if args.row:
-        kind, size, policy, philly = args.row
-        print(json.dumps(run_row(kind, int(size), policy, None if philly == "-" else philly)))
-        return 0
+        return one_row(parser, args.row)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     from schedlab.policies.registry import policies
 
@@ -252,16 +339,22 @@ def main() -> int:
                  f"{cluster['k80']}, {scaled_rate(size):g} jobs/h")
         for policy in SCALED_POLICIES:
             add(label, policy, child(["generated", str(size), policy, "-"], args.row_timeout))
-    if not args.skip_philly:
-        with tempfile.TemporaryDirectory() as folder:
-            path = Path(folder) / "philly-cluster_job_log.json"
-            t0 = time.perf_counter()
-            write_philly(path, PHILLY_JOBS)
-            print(f"wrote {path.name} ({path.stat().st_size / 2**20:.0f} MB) in "
-                  f"{time.perf_counter() - t0:.1f} s; elapsed "
-                  f"{time.perf_counter() - started:.0f} s", flush=True)
-            add(f"Philly format, {PHILLY_JOBS:,} jobs written and read back", "fifo",
-                child(["philly", str(PHILLY_JOBS), "fifo", str(path)], args.row_timeout))
+    if not args.skip_traces:
+        for size in [TRACE_JOBS, *([1_000_000] if args.million else [])]:
+            with tempfile.TemporaryDirectory() as folder:
+                for kind, (name, write) in WRITERS.items():
+                    path = Path(folder) / name
+                    t0 = time.perf_counter()
+                    write(path, size)
+                    print(f"wrote {size:,}-job {path.name} ({path.stat().st_size / 2**20:.0f} "
+                          f"MB) in {time.perf_counter() - t0:.1f} s; elapsed "
+                          f"{time.perf_counter() - started:.0f} s", flush=True)
+                    label = (f"{kind.capitalize()} format, the generated {size:,} jobs written "
+                             "and read back")
+                    for policy in SCALED_POLICIES:
+                        add(label, policy, child([kind, str(size), policy, str(path)],
+                                                 args.row_timeout))
+                    path.unlink()
     if not args.skip_gavel_all:
         for name in policies():
             if name.startswith("gavel."):

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import logging
 import math
 from collections import Counter
@@ -113,6 +114,7 @@ PAI_OK = frozenset({"terminated"})
 PAI_FAILED = frozenset({"failed"})
 #: Naive wall-clock times are read as UTC: seconds since this instant.
 _EPOCH = datetime(1970, 1, 1)
+_fromisoformat = datetime.fromisoformat
 
 
 @dataclass(frozen=True)
@@ -191,6 +193,22 @@ def _parse_time(value: Any, *, file: str, where: str, field: str) -> float:
     return number
 
 
+def _time_field(text: Any, *, file: str, where: str, field: str) -> float:
+    """:func:`_parse_time` of a CSV field or JSON value, with the common case first: a naive
+    ``YYYY-MM-DD HH:MM:SS`` parsed in one call (at 10^6 rows, the reader's main cost).  Any
+    other text (seconds, a time zone, surrounding blanks, an error) goes to
+    :func:`_parse_time`, so both give the same value and the same message."""
+    if type(text) is str and text[4:5] == "-" and len(text) >= 10:
+        try:
+            stamp = _fromisoformat(text)
+        except ValueError:
+            pass
+        else:
+            if stamp.tzinfo is None:
+                return (stamp - _EPOCH).total_seconds()
+    return _parse_time(text, file=file, where=where, field=field)
+
+
 def _parse_number(value: Any, *, file: str, where: str, field: str) -> float:
     try:
         number = float(str(value).strip())
@@ -211,8 +229,8 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, list[str]]]:
     reader = csv.reader(io.StringIO(read_text(path), newline=""))
     try:
         for fields in reader:
-            if not fields or all(not f.strip() for f in fields):
-                continue
+            if not fields or (not fields[0].strip() and all(not f.strip() for f in fields)):
+                continue  # a blank line, or one of empty fields
             yield reader.line_num, fields
     except csv.Error as exc:
         raise InputError(f"malformed CSV: {exc}", file=str(path),
@@ -255,7 +273,15 @@ def read_philly_jobs(path: str | Path, *, keep_failed: bool = False) -> list[Tra
     skips = _Skips(source)
     jobs: list[TraceJob] = []
     for i, raw in enumerate(doc):
-        job = _philly_job(raw, i, str(p), skips, keep_failed=keep_failed)
+        try:
+            job = _philly_job(raw, i, str(p), skips, keep_failed=keep_failed)
+        except InputError as exc:
+            line = _json_job_line(text, i, raw)
+            if line is None:
+                raise
+            raise InputError(exc.reason, file=exc.file,
+                             field=f"line {line}: {exc.field}" if exc.field else f"line {line}"
+                             ) from None
         if job is not None:
             jobs.append(job)
     skips.report(len(jobs))
@@ -283,7 +309,7 @@ def _philly_job(raw: Any, i: int, file: str, skips: _Skips, *,
         return None
     if _blank(raw.get("submitted_time")):
         raise InputError("missing 'submitted_time'", file=file, field=where)
-    submit = _parse_time(raw["submitted_time"], file=file, where=f"{where}.submitted_time",
+    submit = _time_field(raw["submitted_time"], file=file, where=f"{where}.submitted_time",
                          field="submitted_time")
     attempts = raw.get("attempts")
     if attempts is None:
@@ -302,8 +328,8 @@ def _philly_job(raw: Any, i: int, file: str, skips: _Skips, *,
         start_raw, end_raw = attempt.get("start_time"), attempt.get("end_time")
         if _blank(start_raw) or _blank(end_raw):
             continue  # the log lost this attempt's times (or it is still running)
-        start = _parse_time(start_raw, file=file, where=f"{at}.start_time", field="start_time")
-        end = _parse_time(end_raw, file=file, where=f"{at}.end_time", field="end_time")
+        start = _time_field(start_raw, file=file, where=f"{at}.start_time", field="start_time")
+        end = _time_field(end_raw, file=file, where=f"{at}.end_time", field="end_time")
         _check_span(start, end, file=file, where=at, start_field="start_time",
                     end_field="end_time", start_text=start_raw, end_text=end_raw)
         if start < submit:
@@ -327,6 +353,30 @@ def _philly_job(raw: Any, i: int, file: str, skips: _Skips, *,
     user = raw.get("user")
     return TraceJob(id=str(jobid), submit_s=submit, duration_s=duration, gpus=first_gpus,
                     status=status, user=None if _blank(user) else str(user), where=where)
+
+
+def _json_job_line(text: str, i: int, raw: Any) -> int | None:
+    """The line of job ``i``'s (``raw``'s) ``jobid`` in a Philly log, for an error message;
+    None when the file is one line (its index says where) or the line cannot be told for sure.
+
+    The job is taken to be the (i+1)-th ``"jobid"`` key of the text, which holds when every
+    job has one; the line is named only when that key's value is the job's own jobid."""
+    if "\n" not in text.strip() or not isinstance(raw, dict) or not isinstance(
+            raw.get("jobid"), str | int):
+        return None
+    position = -1
+    for _ in range(i + 1):
+        position = text.find('"jobid"', position + 1)
+        if position < 0:
+            return None
+    after = text[position + len('"jobid"'):position + len('"jobid"') + 400].lstrip()
+    if not after.startswith(":"):
+        return None
+    value = after[1:].lstrip()
+    for written in {json.dumps(raw["jobid"]), json.dumps(raw["jobid"], ensure_ascii=False)}:
+        if value.startswith(written) and value[len(written):].lstrip()[:1] in (",", "}"):
+            return text.count("\n", 0, position) + 1
+    return None
 
 
 def _philly_gpus(detail: Any, *, file: str, where: str) -> int:
@@ -367,24 +417,24 @@ def read_helios_jobs(path: str | Path, *, keep_failed: bool = False) -> list[Tra
     if missing:
         raise InputError(f"missing column(s) {', '.join(missing)} in the header row "
                          f"(found {', '.join(names)})", file=file, field="line 1")
-    col = {name: k for k, name in enumerate(names)}
+    columns = _HeliosColumns.of(names)
+    width = len(names)
     skips = _Skips(p.name)
     jobs: list[TraceJob] = []
     seen: dict[str, int] = {}
     for line, fields in rows:
-        where = f"line {line}"
-        if len(fields) != len(names):
-            raise InputError(f"{len(fields)} fields, the header has {len(names)}", file=file,
-                             field=where)
+        if len(fields) != width:
+            raise InputError(f"{len(fields)} fields, the header has {width}", file=file,
+                             field=f"line {line}")
         if len(jobs) >= MAX_JOBS:
-            raise InputError(f"more than {MAX_JOBS} jobs", file=file, field=where)
-        row = {name: fields[k] for name, k in col.items()}
-        job = _helios_job(row, file=file, where=where, skips=skips, keep_failed=keep_failed)
+            raise InputError(f"more than {MAX_JOBS} jobs", file=file, field=f"line {line}")
+        job = _helios_job(fields, columns, file=file, line=line, skips=skips,
+                          keep_failed=keep_failed)
         if job is None:
             continue
         if job.id in seen:
             raise InputError(f"duplicate job_id {job.id!r} (also line {seen[job.id]})",
-                             file=file, field=where)
+                             file=file, field=f"line {line}")
         seen[job.id] = line
         jobs.append(job)
     skips.report(len(jobs))
@@ -393,34 +443,60 @@ def read_helios_jobs(path: str | Path, *, keep_failed: bool = False) -> list[Tra
     return jobs
 
 
-def _helios_job(row: dict[str, str], *, file: str, where: str, skips: _Skips,
-                keep_failed: bool) -> TraceJob | None:
-    job_id = row["job_id"].strip()
+@dataclass(frozen=True)
+class _HeliosColumns:
+    """Where each column the reader uses sits in a row (None: the file has no such column)."""
+
+    job_id: int
+    gpu_num: int
+    state: int
+    submit_time: int
+    start_time: int | None
+    end_time: int | None
+    duration: int | None
+    user: int | None
+
+    @classmethod
+    def of(cls, names: list[str]) -> _HeliosColumns:
+        position = {name: k for k, name in enumerate(names)}  # a repeated name: the last one
+        return cls(*(position[c] for c in HELIOS_REQUIRED_COLUMNS),
+                   *(position.get(c) for c in ("start_time", "end_time", "duration", "user")))
+
+
+def _helios_job(fields: list[str], columns: _HeliosColumns, *, file: str, line: int,
+                skips: _Skips, keep_failed: bool) -> TraceJob | None:
+    """One row of cluster_log.csv as a TraceJob, or None when it is skipped (counted)."""
+    where = f"line {line}"
+    job_id = fields[columns.job_id].strip()
     if not job_id:
         raise InputError("empty job_id", file=file, field=where)
-    gpus_value = _parse_number(row["gpu_num"], file=file, where=where, field="gpu_num")
+    gpu_text = fields[columns.gpu_num]
+    gpus_value = _parse_number(gpu_text, file=file, where=where, field="gpu_num")
     if gpus_value != int(gpus_value):
-        raise InputError(f"gpu_num must be a whole number, got {row['gpu_num']!r}", file=file,
+        raise InputError(f"gpu_num must be a whole number, got {gpu_text!r}", file=file,
                          field=where)
-    state = row["state"].strip()
+    state = fields[columns.state].strip()
     if state.lower() not in HELIOS_OK and not keep_failed:
         skips.add(f"{state.lower() or 'without state'} (keep_failed=False)")
         return None
-    submit = _parse_time(row["submit_time"], file=file, where=where, field="submit_time")
-    start_text, end_text = row.get("start_time", ""), row.get("end_time", "")
+    submit_text = fields[columns.submit_time]
+    submit = _time_field(submit_text, file=file, where=where, field="submit_time")
+    start_text = "" if columns.start_time is None else fields[columns.start_time]
+    end_text = "" if columns.end_time is None else fields[columns.end_time]
     start = end = None
     if not _blank(start_text):
-        start = _parse_time(start_text, file=file, where=where, field="start_time")
+        start = _time_field(start_text, file=file, where=where, field="start_time")
     if not _blank(end_text):
-        end = _parse_time(end_text, file=file, where=where, field="end_time")
+        end = _time_field(end_text, file=file, where=where, field="end_time")
     if start is not None and end is not None:
         _check_span(start, end, file=file, where=where, start_field="start_time",
                     end_field="end_time", start_text=start_text, end_text=end_text)
     if start is not None and start < submit:
         raise InputError(f"start_time {_show(start_text)} before submit_time "
-                         f"{_show(row['submit_time'])}", file=file, field=where)
-    if not _blank(row.get("duration")):
-        duration = _parse_number(row["duration"], file=file, where=where, field="duration")
+                         f"{_show(submit_text)}", file=file, field=where)
+    duration_text = None if columns.duration is None else fields[columns.duration]
+    if not _blank(duration_text):
+        duration = _parse_number(duration_text, file=file, where=where, field="duration")
     elif start is not None and end is not None:
         duration = end - start
     else:
@@ -432,7 +508,7 @@ def _helios_job(row: dict[str, str], *, file: str, where: str, skips: _Skips,
     if duration <= 0:
         skips.add("of zero duration")
         return None
-    user = row.get("user")
+    user = None if columns.user is None else fields[columns.user]
     return TraceJob(id=job_id, submit_s=submit, duration_s=duration, gpus=int(gpus_value),
                     status=state, user=None if _blank(user) else str(user).strip(), where=where)
 
@@ -601,15 +677,17 @@ def trace_jobs_to_instance(
     name: str = "trace",
     description: str | None = None,
     table: ThroughputTable | None = None,
+    jobs_per_hour: float | None = None,
 ) -> Instance:
     """Turn trace jobs into a validated Instance for ``cluster`` ({type: GPUs}).
 
     Jobs are ordered by submit time (ties by id) and the first ``num_jobs`` kept.  Per job:
-    arrival = submit_s - min submit_s; s = :func:`scale_factor_for` (gpus), lowered to the
-    largest scale factor some job type can run at on the cluster; job type drawn uniformly
-    from ``numpy.random.default_rng(seed)`` among the types measured at s that can run on the
-    cluster; total_steps = duration_s x T[type, s, v100] (whole steps); throughput[k] =
-    T[type, s, k].
+    arrival = submit_s - min submit_s (times the factor of :func:`rescale_arrivals` when
+    ``jobs_per_hour`` is given: the same arrivals, without building the Instance twice);
+    s = :func:`scale_factor_for` (gpus), lowered to the largest scale factor some job type can
+    run at on the cluster; job type drawn uniformly from ``numpy.random.default_rng(seed)``
+    among the types measured at s that can run on the cluster; total_steps = duration_s x
+    T[type, s, v100] (whole steps); throughput[k] = T[type, s, k].
     """
     if num_jobs is not None and num_jobs < 1:
         raise InputError(f"num_jobs must be >= 1, got {num_jobs}")
@@ -636,28 +714,41 @@ def trace_jobs_to_instance(
     usable = sorted(types_by_sf)
 
     rng = np.random.default_rng(np.random.SeedSequence(seed))
-    draws = rng.random(len(ordered))
+    draws = rng.random(len(ordered)).tolist()
     first = ordered[0].submit_s
+    arrivals = [job.submit_s - first for job in ordered]
+    if jobs_per_hour is not None:
+        factor = _rate_factor(arrivals, jobs_per_hour)
+        arrivals = [a * factor for a in arrivals]
+    sf_of: dict[int, tuple[int, bool]] = {}  # GPUs -> (scale factor it runs at, lowered?)
+    measured_of: dict[tuple[str, int], tuple[float, dict[str, float]]] = {}
     documents: list[dict[str, Any]] = []
     lowered = 0
     ids: set[str] = set()
     for i, job in enumerate(ordered):
-        wanted = scale_factor_for(job.gpus, max_scale_factor)
-        fitting = [s for s in usable if s <= wanted]
-        sf = fitting[-1] if fitting else usable[0]
-        lowered += sf < wanted
+        if job.gpus not in sf_of:
+            wanted = scale_factor_for(job.gpus, max_scale_factor)
+            fitting = [s for s in usable if s <= wanted]
+            runs_at = fitting[-1] if fitting else usable[0]
+            sf_of[job.gpus] = (runs_at, runs_at < wanted)
+        sf, lower = sf_of[job.gpus]
+        lowered += lower
         candidates = types_by_sf[sf]
         job_type = candidates[min(int(draws[i] * len(candidates)), len(candidates) - 1)]
-        measured = table.throughputs[job_type][sf]
+        if (job_type, sf) not in measured_of:
+            measured = table.throughputs[job_type][sf]
+            measured_of[job_type, sf] = (measured[REFERENCE_ACCELERATOR],
+                                         {k: measured[k] for k in pools if k in measured})
+        reference, throughput = measured_of[job_type, sf]
         job_id = job.id if job.id not in ids else f"{job.id}#{i}"
         ids.add(job_id)
         doc: dict[str, Any] = {
             "id": job_id,
             "job_type": job_type,
-            "arrival": job.submit_s - first,
+            "arrival": arrivals[i],
             "scale_factor": sf,
-            "total_steps": whole_steps(job.duration_s * measured[REFERENCE_ACCELERATOR]),
-            "throughput": {k: measured[k] for k in pools if k in measured},
+            "total_steps": whole_steps(job.duration_s * reference),
+            "throughput": throughput,  # shared: validation copies it into each Job
         }
         if job.user is not None:
             doc["user"] = job.user
@@ -730,26 +821,28 @@ def instance_from_trace(
         instance = read_shockwave_trace(
             path, cluster, throughputs=throughputs or DEFAULT_TRACE_THROUGHPUTS,
             num_jobs=num_jobs, round_s=round_s or SHOCKWAVE_ROUND_S)
-    else:
-        instance = _instance_from_job_trace(
-            path, trace_format, cluster, seed=seed, num_jobs=num_jobs, keep_failed=keep_failed,
-            max_scale_factor=max_scale_factor, round_s=round_s or DEFAULT_ROUND_S,
-            task_table=task_table, throughputs=throughputs)
-    if jobs_per_hour is not None:
-        instance = rescale_arrivals(instance, jobs_per_hour)
-    return instance
+        return instance if jobs_per_hour is None else rescale_arrivals(instance, jobs_per_hour)
+    return _instance_from_job_trace(
+        path, trace_format, cluster, seed=seed, num_jobs=num_jobs, keep_failed=keep_failed,
+        max_scale_factor=max_scale_factor, round_s=round_s or DEFAULT_ROUND_S,
+        task_table=task_table, throughputs=throughputs, jobs_per_hour=jobs_per_hour)
 
 
 def _instance_from_job_trace(
     path: str | Path, trace_format: str, cluster: Mapping[str, int] | None, *, seed: int,
     num_jobs: int | None, keep_failed: bool, max_scale_factor: int, round_s: float,
     task_table: str | Path | None, throughputs: str | ThroughputTable | None,
+    jobs_per_hour: float | None,
 ) -> Instance:
     """A Philly, Helios or PAI trace as an Instance (job types drawn with ``seed``)."""
+    # cheap checks first: a bad rate or table name fails before a 10^6-row file is read
+    if jobs_per_hour is not None:
+        _check_rate(jobs_per_hour)
+    table = None if throughputs is None else resolve_throughputs(throughputs)
     jobs = read_trace_jobs(path, trace_format, keep_failed=keep_failed, task_table=task_table)
     return trace_jobs_to_instance(
         jobs, cluster, seed=seed, num_jobs=num_jobs, max_scale_factor=max_scale_factor,
-        table=None if throughputs is None else resolve_throughputs(throughputs),
+        jobs_per_hour=jobs_per_hour, table=table,
         round_s=round_s, name=f"{Path(path).name.split('.')[0]}-{trace_format}",
         description=(f"{trace_format} trace {Path(path).name}: first "
                      f"{num_jobs if num_jobs is not None else 'all'} usable jobs; job types "
@@ -764,14 +857,26 @@ def rescale_arrivals(instance: Instance, jobs_per_hour: float) -> Instance:
     arrival is multiplied by (J - 1) / a_max / (jobs_per_hour / 3600), which keeps the order
     and the burstiness of the trace.  A trace whose jobs all arrive at once is left as it is.
     """
-    if not (math.isfinite(jobs_per_hour) and jobs_per_hour > 0):
-        raise InputError(f"jobs_per_hour must be positive, got {jobs_per_hour!r}")
     arrivals = [job.arrival for job in instance.jobs]
-    span = max(arrivals, default=0.0) - min(arrivals, default=0.0)
-    if len(arrivals) < 2 or span <= 0:
+    factor = _rate_factor(arrivals, jobs_per_hour)
+    if factor == 1.0:
         return instance
-    factor = (len(arrivals) - 1) / span / (jobs_per_hour / 3600.0)
     data = instance.to_dict()
     for job in data["jobs"]:
         job["arrival"] = float(job.get("arrival", 0.0)) * factor
     return instance_from_dict(data, source=instance.name)
+
+
+def _rate_factor(arrivals: Sequence[float], jobs_per_hour: float) -> float:
+    """(J - 1) / span / (jobs_per_hour / 3600): what :func:`rescale_arrivals` multiplies every
+    arrival by; 1 when fewer than two jobs or all arrive at once."""
+    _check_rate(jobs_per_hour)
+    span = max(arrivals, default=0.0) - min(arrivals, default=0.0)
+    if len(arrivals) < 2 or span <= 0:
+        return 1.0
+    return (len(arrivals) - 1) / span / (jobs_per_hour / 3600.0)
+
+
+def _check_rate(jobs_per_hour: float) -> None:
+    if not (math.isfinite(jobs_per_hour) and jobs_per_hour > 0):
+        raise InputError(f"jobs_per_hour must be positive, got {jobs_per_hour!r}")
