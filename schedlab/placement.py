@@ -102,6 +102,11 @@ class PoolPlacer:
         ]
         self.all_free = (1 << self.count) - 1
 
+    @property
+    def single_node(self) -> bool:
+        """Whether the pool is one node (no ``per_node`` split)."""
+        return len(self._nodes) == 1
+
     def take(self, free: int, size: int) -> int:
         """Mask of ``size`` free GPUs chosen by the packing rule (module docstring).
 

@@ -1,5 +1,6 @@
-"""PriorityCandidates.pick's solo walk (two sorted parts, chunks, pruning) against the plain
-rule: one stable lexsort by (-priority, -deficit), then a greedy pass over every candidate."""
+"""PriorityCandidates.pick's solo walk (two sorted parts; one candidate at a time in chunks,
+or blocks on arrays; pruning) against the plain rule: one stable lexsort by (-priority,
+-deficit), then a greedy pass over every candidate."""
 
 from __future__ import annotations
 
@@ -42,9 +43,11 @@ def plain_pick(cands: PriorityCandidates, received: np.ndarray, age: np.ndarray,
 
 @settings(max_examples=60, deadline=None)
 @given(data=st.data(), units=st.integers(1, 60), num_types=st.integers(1, 3),
-       work_conserving=st.booleans(), chunk=st.sampled_from([1, 3, 1024]))
+       work_conserving=st.booleans(), chunk=st.sampled_from([1, 3, 1024]),
+       on_arrays=st.booleans())
 def test_pick_equals_the_plain_rule(data: st.DataObject, units: int, num_types: int,
-                                    work_conserving: bool, chunk: int) -> None:
+                                    work_conserving: bool, chunk: int, on_arrays: bool
+                                    ) -> None:
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     mask = rng.random((units, num_types)) < 0.8
     mask[np.arange(units), rng.integers(0, num_types, units)] = True
@@ -59,11 +62,34 @@ def test_pick_equals_the_plain_rule(data: st.DataObject, units: int, num_types: 
     age = rng.choice([0.0, 360.0, 1000.0, 5000.0], n)
     gang = rng.choice([1, 1, 2, 4], units).tolist()
     free = rng.integers(0, 12, num_types).tolist()
-    old = rounds._PICK_CHUNK
+    gang = rng.choice([1, 1, 2, 4, 8], units).tolist() if on_arrays else gang
+    old = rounds._PICK_CHUNK, rounds.VECTOR_WALK_MIN_UNITS, rounds._SORT_PIECE
     rounds._PICK_CHUNK = chunk
+    rounds._SORT_PIECE = chunk  # the sort in pieces of 1, 3 (then doubling) or one piece
+    rounds.VECTOR_WALK_MIN_UNITS = 0 if on_arrays else 10**9  # the walk on arrays, or not
     try:
         got = cands.pick(received, age, gang, free, round_s=360.0,
                          work_conserving=work_conserving)
     finally:
-        rounds._PICK_CHUNK = old
+        rounds._PICK_CHUNK, rounds.VECTOR_WALK_MIN_UNITS, rounds._SORT_PIECE = old
     assert got == plain_pick(cands, received, age, gang, free, 360.0, work_conserving)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), units=st.integers(1, 80), num_types=st.integers(1, 3))
+def test_share_ranks_give_the_stable_order_by_share(data: st.DataObject, units: int,
+                                                    num_types: int) -> None:
+    """With ranks of the shares' few distinct values (as a class LP knows them), the static
+    order is the stable sort by -X, found by a radix sort of the ranks."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    mask = rng.random((units, num_types)) < 0.8
+    mask[np.arange(units), rng.integers(0, num_types, units)] = True
+    unit, acc = np.nonzero(mask)
+    values = np.array([0.0, 0.125, 0.25, 1.0 / 3.0, 0.5])  # few values, many ties
+    share = rng.choice(values, len(unit))
+    # rank by hand: 0 for the largest value present, equal values equal ranks
+    present = sorted(set(share.tolist()), reverse=True)
+    rank = np.array([present.index(x) for x in share.tolist()], dtype=np.int64)
+    cands = PriorityCandidates(unit, acc, share, [unit], num_types, presorted=True,
+                               share_rank=rank)
+    assert np.array_equal(cands.static, np.argsort(-share, kind="stable"))

@@ -36,9 +36,11 @@ def without_arrays(policy: Policy) -> Policy:
 
 @st.composite
 def workloads(draw: st.DrawFn) -> list[JobState]:
-    """2-14 jobs on v100/k80 pools of 4: random (sometimes tied) arrivals, gangs, speeds,
+    """2-14 jobs on v100/k80 pools of 4: random (sometimes tied) arrivals, ids in or against
+    admission order, gangs, speeds,
     switch overheads; some jobs handed over mid-life (ran before, on a type and GPUs)."""
     n = draw(st.integers(2, 14))
+    ids_up = draw(st.booleans())  # tied arrivals admitted in id order, or against it
     jobs = []
     for i in range(n):
         scale = draw(st.sampled_from([1, 1, 2, 4]))
@@ -46,7 +48,7 @@ def workloads(draw: st.DrawFn) -> list[JobState]:
         k80 = draw(st.one_of(st.just(0.0), st.floats(0.1, 2.0)))
         arrival = draw(st.one_of(st.floats(0.0, 3000.0), st.sampled_from([0.0, 600.0])))
         js = JobState(
-            id=f"j{n - i:02d}", arrival=arrival, scale_factor=scale,
+            id=f"j{i if ids_up else n - i:02d}", arrival=arrival, scale_factor=scale,
             total_steps=draw(st.floats(50.0, 5000.0)), throughput={"v100": v100, "k80": k80},
             switch_overhead_s=draw(st.sampled_from([0.0, 0.0, 30.0])))
         if draw(st.integers(0, 5)) == 0:  # handed over while running on v100 GPUs 0..s-1

@@ -72,7 +72,7 @@ def by_arrival(state: ClusterState) -> list[JobState]:
     active = state.active
     key = _arrival_key
     if all(key(a) < key(b) for a, b in pairwise(active)):
-        return active
+        return list(active)
     return sorted(active, key=key)
 
 
@@ -253,6 +253,15 @@ class Fifo(Policy):
         self._arrays_of: ActiveArrays | None = None
         self._made: npt.NDArray[np.object_] = np.empty(0, dtype=object)
         self._made_type: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)  # -1: none
+        self._forget_admission_order()
+
+    def _forget_admission_order(self) -> None:
+        # array path: whether every slot admitted so far came (arrival, id)-after the one
+        # before it (then every round's active jobs are in that order), checked once per slot
+        self._order_arrays: ActiveArrays | None = None
+        self._order_checked = -1  # the last slot checked
+        self._order_last: tuple[float, str] | None = None  # its (arrival, id)
+        self._order_holds = True
 
     def reset(self) -> None:
         """Forget the previous run: counters, the type-blind FIFO's job -> type map, arrival
@@ -265,6 +274,7 @@ class Fifo(Policy):
         self._arrays_of = None
         self._made = np.empty(0, dtype=object)
         self._made_type = np.zeros(0, dtype=np.int64)
+        self._forget_admission_order()
 
     def decide(self, state: ClusterState) -> list[Assignment]:
         """Keep the running jobs, then start waiting jobs in arrival order."""
@@ -299,7 +309,8 @@ class Fifo(Policy):
         active = state.active
         arrival = arrays.arrival[rows]
         order: npt.NDArray[np.int64] | None = None
-        if len(rows) > 1 and not bool(np.all(arrival[1:] > arrival[:-1])):
+        if len(rows) > 1 and not bool(np.all(arrival[1:] > arrival[:-1])) and not (
+                self._admitted_in_order(active, arrays)):
             order = np.array(sorted(range(len(active)), key=lambda i: _arrival_key(active[i])),
                              dtype=np.int64)
             rows = rows[order]
@@ -383,6 +394,32 @@ class Fifo(Policy):
                                                  dtype=np.int64)]),
             np.concatenate([plan_types, np.array([index[a.accelerator] for a in started],
                                                  dtype=np.int64)]))
+
+    def _admitted_in_order(self, active: Sequence[JobState], arrays: ActiveArrays) -> bool:
+        """Whether ``active`` is in (arrival, id) order although some arrivals tie (a trace
+        with whole-second times): true when every slot admitted so far is (arrival,
+        id)-after the slot before it, so any subsequence of the slots is too.  Each new slot
+        is compared once, so a run pays O(jobs) for this, not a sort per round."""
+        rows = arrays.rows
+        if arrays is not self._order_arrays:  # a new run: slots start again
+            self._forget_admission_order()
+            self._order_arrays = arrays
+        if not self._order_holds:
+            return False
+        last = int(rows[-1])
+        if last <= self._order_checked:
+            return True
+        start = int(np.searchsorted(rows, self._order_checked, side="right"))
+        for i, slot in zip(range(start, len(rows)), rows[start:].tolist(), strict=True):
+            key = _arrival_key(active[i])
+            if slot != self._order_checked + 1 or (
+                    self._order_last is not None and not self._order_last < key):
+                # a slot not seen here (it left before a round), or out of order: sort
+                self._order_holds = False
+                return False
+            self._order_last = key
+            self._order_checked = slot
+        return True
 
     # the type-blind FIFO (Gavel's) -------------------------------------------------------
     def _decide_gavel_fifo(self, state: ClusterState) -> list[Assignment]:

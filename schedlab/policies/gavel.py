@@ -326,7 +326,10 @@ class GavelPolicy(Policy):
         self._solved_version: int | None = None
         self._since_solve = 0
         self._rows = np.zeros(0, dtype=np.int64)
-        self._ids: list[str] = []
+        self._id_list: list[str] | None = None
+        self._id_rows = np.zeros(0, dtype=np.int64)
+        self._ids = []
+        self._class_rank: npt.NDArray[np.int64] | None = None  # see _solve, _choose_solo
         self._ran_flat = np.zeros(0, dtype=np.int64)  # slot * K + type of last round's solos
         self._pairs: list[tuple[str, str, FloatArray]] = []  # (a, b, Y per type)
         self._pair_received: dict[tuple[str, str], FloatArray] = {}
@@ -405,7 +408,7 @@ class GavelPolicy(Policy):
 
     def _sync_if_changed(self, state: ClusterState) -> None:
         """:meth:`_sync_jobs` when the job set changed since the last sync."""
-        if state.job_set_version != self._seen_version or len(state.active) != len(self._ids):
+        if state.job_set_version != self._seen_version or len(state.active) != self._num_ids:
             self._sync_jobs(state)
 
     def _timed_solve(self, state: ClusterState) -> None:
@@ -482,11 +485,26 @@ class GavelPolicy(Policy):
             for js in active:  # a dynamic job in a new batch size: its new throughput row
                 if js.throughput_version != known[js.id]:
                     self._read_throughput(js, self._slot_of[js.id])
-        self._ids = self._id_by_engine[engine_rows].tolist()
+        self._id_list = None  # made from these at the first need (the _ids property)
+        self._id_rows = engine_rows
+        self._num_ids = len(engine_rows)
         self._rows = slots
         self._assignment_rows = None
         self._seen_version = state.job_set_version
         self._candidates = None
+
+    @property
+    def _ids(self) -> list[str]:
+        """Ids of the active jobs, in the order of ``_rows`` (with the simulator's columns,
+        gathered at the first read after a sync: most rounds never read them)."""
+        if self._id_list is None:
+            self._id_list = self._id_by_engine[self._id_rows].tolist()
+        return self._id_list
+
+    @_ids.setter
+    def _ids(self, ids: list[str]) -> None:
+        self._id_list = ids
+        self._num_ids = len(ids)
 
     def _add_job(self, js: JobState) -> int:
         """Give a new job the next slot (arrays grown by the caller); returns the slot."""
@@ -539,6 +557,7 @@ class GavelPolicy(Policy):
     # solving ------------------------------------------------------------------------------
     def _solve(self, state: ClusterState) -> None:
         rows = self._rows
+        self._class_rank = None
         if self.fast_path == "fifo":
             self._solve_fifo()
             return
@@ -563,6 +582,12 @@ class GavelPolicy(Policy):
             self.last_objective = t
             self._target[rows] = per_job[classes]
             self._candidates = None
+            if np.isfinite(per_job).all():
+                # the shares' few distinct values, ranked (0: the largest), per (class, type)
+                class_share = np.where(per_job > self.min_share, per_job, 0.0)
+                values = np.unique(class_share)
+                self._class_rank = (len(values) - 1
+                                    - np.searchsorted(values, class_share)).astype(np.int64)
             return
         self._candidates = None
         self._advance_isolated_time(state)
@@ -891,7 +916,10 @@ class GavelPolicy(Policy):
             unit, acc = np.nonzero(self._runnable[rows])  # ascending (unit, type)
             target = self._target[rows, :][unit, acc]
             share = np.where(target > self.min_share, target, 0.0)
-            candidates = PriorityCandidates(unit, acc, share, [unit], num_types, presorted=True)
+            rank = (None if self._class_rank is None
+                    else self._class_rank[self._class[rows][unit], acc])
+            candidates = PriorityCandidates(unit, acc, share, [unit], num_types, presorted=True,
+                                            share_rank=rank)
             self._candidates = candidates
             # per candidate, in the static order
             cand_slot = rows[candidates.unit]

@@ -18,8 +18,9 @@ simulator's truth; only Shockwave's policy reads them, as Shockwave's code does
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -177,6 +178,63 @@ class SlotPlan(list[Assignment]):
         self.types = types
 
 
+class ActiveJobs(Sequence[JobState]):
+    """The active jobs of a round as the array engine holds them: ``jobs[rows[i]]``.
+
+    Reading one job (``active[i]``) or the count costs nothing; the first iteration, slice or
+    comparison makes the list once (O(active jobs)), so a policy that reads a few jobs by
+    position (FIFO on the columns) does not pay a copy of the whole queue every round."""
+
+    __slots__ = ("_jobs", "_list", "_rows")
+
+    def __init__(self, jobs: npt.NDArray[Any], rows: npt.NDArray[np.int64]) -> None:
+        self._jobs = jobs  # object array: JobState by slot
+        self._rows = rows
+        self._list: list[JobState] | None = None
+
+    def as_list(self) -> list[JobState]:
+        """The jobs as a list (made at the first need, then kept)."""
+        if self._list is None:
+            self._list = self._jobs[self._rows].tolist()
+        return self._list
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, i: int) -> JobState: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[JobState]: ...
+
+    def __getitem__(self, i: int | slice) -> JobState | list[JobState]:
+        if isinstance(i, slice):
+            return self.as_list()[i]
+        if self._list is not None:
+            return self._list[i]
+        job: JobState = self._jobs[self._rows[i]]
+        return job
+
+    def __iter__(self) -> Iterator[JobState]:
+        return iter(self.as_list())
+
+    def __reversed__(self) -> Iterator[JobState]:
+        return reversed(self.as_list())
+
+    def __contains__(self, job: object) -> bool:
+        return job in self.as_list()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ActiveJobs):
+            other = other.as_list()
+        return self.as_list() == other
+
+    __hash__ = None  # type: ignore[assignment]  # mutable view, as a list
+
+    def __repr__(self) -> str:
+        return f"ActiveJobs({self.as_list()!r})"
+
+
 @dataclass
 class ClusterState:
     """The simulator's state at the start of round ``round_index`` (time ``now``, s)."""
@@ -185,7 +243,10 @@ class ClusterState:
     round_index: int
     round_s: float
     cluster: Cluster
-    active: list[JobState]  # arrived and not finished, in arrival order
+    #: arrived and not finished, in arrival order (a list, or the simulator's
+    #: :class:`ActiveJobs` view: indexing and ``len`` need no copy, anything else reads a list
+    #: made once)
+    active: Sequence[JobState]
     #: in finish order; the simulator's own list, read it during ``decide`` only (it is not
     #: copied each round, and a streaming run whose policy has ``uses_finished_jobs`` false
     #: leaves it empty)

@@ -41,23 +41,23 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from functools import reduce
-from operator import or_, xor
 
 import numpy as np
 import numpy.typing as npt
 
 from schedlab.instance import Cluster
-from schedlab.placement import PoolPlacer, cluster_placers, ids_mask, mask_ids
+from schedlab.placement import cluster_placers, ids_mask, mask_ids
 from schedlab.policies.base import Policy
 from schedlab.policies.state import (
     NEVER_RAN,
     ActiveArrays,
+    ActiveJobs,
     Assignment,
     ClusterState,
     JobState,
     SlotPlan,
 )
+from schedlab.simulator.array_placement import Placement, SlotLayout
 from schedlab.simulator.engine import (
     FINISH_TOLERANCE,
     InvalidDecisionError,
@@ -78,10 +78,6 @@ log = logging.getLogger(__name__)
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-#: One accelerator type of a round as placed: (type, its index, slots of its gangs in plan
-#: order, GPU mask of each gang, the positions of the gangs whose mask differs from the one
-#: they held there the last time they ran there, or that had not run there).
-SlotLayout = tuple[str, int, list[int], list[int], list[int]]
 
 
 def can_run_arrays(jobs: Sequence[JobState], mechanism: str) -> bool:
@@ -258,119 +254,6 @@ def _plan_groups(
     return [slots[kinds == k].tolist() for k in range(num_types)]
 
 
-class _Placement:
-    """Placement (:class:`~schedlab.placement.PoolPlacer`) of a round's checked
-    slot groups: the sticky step decided without a walk over every gang.
-
-    Gangs placed on a type in one round hold disjoint masks, each of its gang's size.  The
-    gangs of the plan that ran on type k in the previous round ("kept" gangs) therefore keep
-    their masks whatever their order -- unless a gang that held GPUs of k longer ago ("older")
-    and comes earlier in the plan takes one of those GPUs back.  So the sticky rule is walked,
-    in plan order, over the older gangs and the kept gangs that share a GPU with one of them
-    only; every other kept gang keeps its mask, and the GPUs left free are the pool minus the
-    union of what is kept (the previous round's union on k with the masks of the gangs that
-    left removed, or the union of the kept ones when fewer; then the lost masks removed and the
-    older gangs' added).  The remaining gangs go through :meth:`PoolPlacer.place_rest`, the
-    same packing rule with big-integer work for the gangs that start or move only.  The result
-    is the mask for mask of :meth:`PoolPlacer.place_moved` over the whole plan.
-    """
-
-    def __init__(self, types: list[str], placers: dict[str, PoolPlacer],
-                 last_type: IntArray, mask: list[int]) -> None:
-        self.types = types
-        self._mark = np.zeros(len(last_type), dtype=bool)  # scratch, by slot
-        self.placers = [placers[k] for k in types]
-        self.last_type = last_type
-        self.mask = mask  # by slot: the GPUs it held the last time it ran (shared)
-        self.scale: list[int] = []  # by slot: GPUs per gang
-        empty = np.zeros(0, dtype=np.int64)
-        self.last_slots: list[IntArray] = [empty] * len(types)  # placed last round, per type
-        self.union: list[int] = [0] * len(types)  # their GPUs
-
-    def admit(self, scale: int) -> None:
-        """A new slot, a gang of ``scale`` GPUs."""
-        self.scale.append(scale)
-
-    def layout(self, groups: list[list[int]]) -> list[SlotLayout]:
-        """Masks for every type's gangs (types without gangs left out), and the positions of
-        the gangs whose mask changed (they move, or start); becomes the previous round."""
-        out: list[SlotLayout] = []
-        for k, slots in enumerate(groups):
-            if not slots:
-                self.last_slots[k] = np.zeros(0, dtype=np.int64)
-                self.union[k] = 0
-                continue
-            index = np.array(slots, dtype=np.int64)
-            masks, moved, free = self._place(k, slots, index)
-            self.last_slots[k] = index
-            self.union[k] = self.placers[k].all_free ^ free
-            out.append((self.types[k], k, slots, masks, moved))
-        return out
-
-    def _place(self, k: int, slots: list[int], index: IntArray
-               ) -> tuple[list[int], list[int], int]:
-        placer = self.placers[k]
-        mask = self.mask
-        here = self.last_type[index] == k
-        before = self.last_slots[k]
-        mark = self._mark  # all False between calls
-        if len(before):
-            mark[before] = True
-            kept = mark[index]
-            mark[before] = False
-        else:
-            kept = np.zeros(len(index), dtype=bool)
-        num_kept = int(kept.sum())
-        union = 0  # of the gangs that ran on k in the previous round
-        if num_kept:
-            mark[index] = True
-            left = before[~mark[before]]
-            mark[index] = False
-            if len(left) < num_kept:
-                union = reduce(xor, map(mask.__getitem__, left.tolist()), self.union[k])
-            else:
-                union = reduce(or_, map(mask.__getitem__, index[kept].tolist()), 0)
-        all_free = placer.all_free
-        scale = self.scale
-        older = np.flatnonzero(here & ~kept).tolist()  # held GPUs here longer ago
-        sticky = kept
-        if older:
-            sticky = kept.copy()
-            # every GPU an older gang may take back
-            reach = reduce(or_, [mask[slots[j]] for j in older], 0)
-            # Kept gangs hold disjoint masks, so only those that share a GPU with an older
-            # gang can lose theirs, and only to an older gang placed before them; the rest
-            # keep theirs whatever the order.  The sticky rule, walked in plan order over
-            # the older gangs and those kept gangs only, decides them exactly as a walk
-            # over every gang would (their masks are disjoint from the other kept gangs').
-            contested: list[int] = []
-            if reach & union:
-                held = index[kept].tolist()
-                contested = [i for i, m in zip(np.flatnonzero(kept).tolist(),
-                                               map(mask.__getitem__, held), strict=True)
-                             if m & reach]
-            free = all_free
-            gained = lost = 0  # masks of older gangs that keep theirs / kept gangs that lose
-            for j in sorted(older + contested) if contested else older:
-                prev = mask[slots[j]]
-                if (prev & free) == prev and prev.bit_count() == scale[slots[j]]:
-                    sticky[j] = True
-                    free ^= prev
-                    if not kept[j]:
-                        gained |= prev
-                elif kept[j]:  # a kept gang that lost a GPU to an older gang
-                    sticky[j] = False
-                    lost |= prev
-            union = (union ^ lost) | gained  # lost: disjoint kept masks inside the union
-        masks = list(map(mask.__getitem__, slots))
-        rest = np.flatnonzero(~sticky).tolist()  # start, or move: none gets its old mask
-        free = all_free ^ union
-        if rest:
-            free = placer.place_rest({i: scale[slots[i]] for i in rest}, masks, rest, free)
-        rest.sort()
-        return masks, rest, free
-
-
 def run_arrays(
     pending: deque[JobState],
     cluster: Cluster,
@@ -421,6 +304,7 @@ def run_arrays(
     fits: dict[str, tuple[int, dict[str, float]]] = {}
     rounds: list[RoundRecord] = []
     previous: list[int] = []  # slots of the jobs that ran in the round just simulated
+    forget: list[int] = []  # slots of the jobs that finished in the round just simulated
     repeat_layout: list[SlotLayout] | None = None
     repeat_of: list[Assignment] = []
     repeat_version = -1
@@ -443,7 +327,7 @@ def run_arrays(
     thr_a = cols.thr
     started_a = cols.started
     capacity = np.array([counts[k] for k in types], dtype=np.int64)
-    placement = _Placement(types, placers, view.last_type, cols.mask)
+    placement = Placement(types, placers, view.last_type, cols.mask)
     seen = np.zeros(total, dtype=np.int64)  # scratch of _plan_groups
     # may run alone on k: positive throughput and a pool at least as large as the gang
     fit_a = np.zeros((total, len(types)), dtype=bool)
@@ -465,7 +349,7 @@ def run_arrays(
                                       if thr > 0.0 and js.scale_factor <= counts[acc]})
             last_mask[js.id] = 0  # (only _check_decision reads it, to name an error)
             cols.admit(admitted, js, type_index)
-            placement.admit(js.scale_factor)
+            placement.admit(admitted, js.scale_factor)
             fit_a[admitted] = [k in fits[js.id][1] for k in types]
             admitted += 1
             arrived = True
@@ -492,7 +376,7 @@ def run_arrays(
             arrays = view
             view.rows = active_index
         state = ClusterState(now=now, round_index=round_index, round_s=length,
-                             cluster=cluster, active=job_of[active_index].tolist(),
+                             cluster=cluster, active=ActiveJobs(job_of, active_index),
                              finished=finished,
                              job_set_version=version, seed=seed, arrays=arrays)
         t0 = time.perf_counter()
@@ -519,6 +403,11 @@ def run_arrays(
             repeat_of = list(decision)
         repeat_layout = layout
         repeat_version = version
+        if forget:  # jobs finished in the previous round: no placement reads their GPUs now
+            for slot_gone in forget:
+                cols.mask[slot_gone] = 0
+                placement.ids_of.pop(slot_gone, None)
+            forget = []
 
         still: list[int] = []
         done_now: list[int] = []
@@ -603,6 +492,7 @@ def run_arrays(
                     sinks.on_job_done(record)
                 jobs[slot_of_job] = None  # type: ignore[call-overload]  # forgotten
             finished_count += len(done_now)
+            forget = ordered  # their GPU masks (up to count/8 bytes each) go after the next layout
             if sinks.finished_states:
                 finished.extend(done_jobs)
             gone[ordered] = True

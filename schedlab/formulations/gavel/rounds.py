@@ -55,9 +55,9 @@ import logging
 import math
 import random
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -759,8 +759,37 @@ def choose_by_priority(
         members=members, work_conserving=work_conserving)
 
 
-#: Candidates :meth:`PriorityCandidates.pick` walks between two prunings of the rest.
+#: Candidates :meth:`PriorityCandidates.pick` walks between two prunings of the rest (the
+#: loop in Python), or first takes as one block (the walk on arrays).
 _PICK_CHUNK = 1024
+#: The first piece of the walk's sort (:func:`_sorted_pieces`), candidates.
+_SORT_PIECE = 4096
+#: From this many units (active jobs) on, the solo walk runs on arrays, a block at a time;
+#: below, one candidate at a time in Python (the same choice; faster there).
+VECTOR_WALK_MIN_UNITS = 20_000
+
+
+def _sorted_pieces(rest: npt.NDArray[np.int64], neg_priority: npt.NDArray[np.float64],
+                   neg_deficit: npt.NDArray[np.float64]) -> Iterator[npt.NDArray[np.int64]]:
+    """``rest`` (ascending candidate indices) in the order of the stable
+    ``np.lexsort((neg_deficit[rest], neg_priority[rest]))``, in pieces of growing size: each
+    piece holds the next candidates by -priority (at least ``_SORT_PIECE``, doubling, ties of
+    the last key included), sorted.  Every candidate of a piece comes before every candidate
+    of the next in the full order, so walking the pieces in turn is walking the full order,
+    and a walk that ends early sorts a few thousand candidates, not all of them."""
+    size = _SORT_PIECE
+    while len(rest) > 2 * size:
+        key = neg_priority[rest]
+        cut = np.partition(key, size - 1)[size - 1]
+        head = key <= cut  # NaN keys (sorted last) are never in a head
+        if not head.any():
+            break
+        top = rest[head]
+        yield top[np.lexsort((neg_deficit[top], neg_priority[top]))]
+        rest = rest[~head]
+        size *= 2
+    if len(rest):
+        yield rest[np.lexsort((neg_deficit[rest], neg_priority[rest]))]
 
 
 class PriorityCandidates:
@@ -776,7 +805,10 @@ class PriorityCandidates:
     (:meth:`pick`).  ``presorted=True`` promises that the candidates already come in the order
     of the tie-break keys (``np.lexsort((acc, *ranks))`` is the identity, as for ``np.nonzero``
     of a (unit, type) mask with ``ranks=[unit]``), so the static order is a stable sort by -X
-    alone: the same permutation as the full lexsort, found faster.
+    alone: the same permutation as the full lexsort, found faster.  ``share_rank`` (with
+    ``presorted``) may give that order's key as small integers -- equal for equal shares,
+    smaller for a larger share, below 2^16 -- when the caller knows the shares' few distinct
+    values (a class LP): the stable sort is then a radix sort, the same permutation.
     """
 
     def __init__(
@@ -788,14 +820,22 @@ class PriorityCandidates:
         num_types: int,
         *,
         presorted: bool = False,
+        share_rank: npt.NDArray[np.int64] | None = None,
     ) -> None:
         self.num_types = num_types
         #: caller's candidate index of each candidate, in the static order
         if presorted and len(share) and bool(np.all(share >= 0)):
             # the stable sort by -X: the positive shares sorted, then the zeros in order
             positive_at = np.flatnonzero(share > 0)
+            if share_rank is not None and len(share_rank) == len(share) and (
+                    not len(positive_at) or int(share_rank[positive_at].max()) < 2**16):
+                # the same permutation: ranks order the shares (equal shares, equal ranks)
+                # and a stable sort of 16-bit keys is a radix sort, O(candidates)
+                key: npt.NDArray[Any] = share_rank[positive_at].astype(np.uint16)
+            else:
+                key = -share[positive_at]
             self.static = np.concatenate([
-                positive_at[np.argsort(-share[positive_at], kind="stable")],
+                positive_at[np.argsort(key, kind="stable")],
                 np.flatnonzero(share <= 0)])
         else:
             self.static = (np.argsort(-share, kind="stable") if presorted
@@ -851,11 +891,113 @@ class PriorityCandidates:
         parts: the candidates with a negative key (some share: -priority < 0, -inf before
         anything was received) come before all others, so they are sorted and walked first,
         and the rest (-priority 0: no share, or no age yet; NaN last as lexsort puts it) only
-        when the walk has not ended by then.  Each part is walked in chunks of
-        ``_PICK_CHUNK``; after each, the candidates the walk would skip anyway are dropped
-        from the rest (their unit placed, or their type with fewer GPUs left than the smallest
-        gang: GPUs left only decrease), so a round does not step over the many candidates of
-        jobs placed or types filled already."""
+        when the walk has not ended by then.
+
+        Each part is walked a block at a time with array operations, not one candidate at a
+        time.  First the candidates the walk would skip anyway are dropped: their unit placed,
+        or a gang larger than the GPUs left on their type (GPUs left only decrease, so such a
+        candidate is skipped wherever it comes).  In what remains, the greedy pass takes every
+        unit's first candidate, in order, until the first one whose gang no longer fits the
+        GPUs left on its type (running sums per type); a later candidate of a unit taken
+        before is skipped.  So the candidates before that point are decided at once: the
+        first candidate of each unit taken, the others skipped; the misfit is skipped, the
+        GPUs left are updated, and the walk goes on from there.  It stops as the plain pass
+        does: when fewer GPUs are left than the smallest gang, or every unit is placed.  Each
+        step of that loop removes at least one candidate, and a misfit removes every larger
+        gang of its type, so a round takes a few dozen array steps, however many units it
+        places.  Below ``VECTOR_WALK_MIN_UNITS`` units the fixed cost of those steps is more
+        than the loop's: :meth:`_walk_solo_chunks` walks one candidate at a time."""
+        if len(gang) < VECTOR_WALK_MIN_UNITS:
+            return self._walk_solo_chunks(neg_priority, neg_deficit, eligible, gang, free)
+        num_types = self.num_types
+        left = np.array(free, dtype=np.int64)
+        total_left = int(left.sum())
+        gang_a = np.asarray(gang, dtype=np.int64)
+        smallest = int(gang_a.min())
+        placed = np.zeros(len(gang_a), dtype=bool)
+        unplaced = len(gang_a)
+        position = np.empty(len(gang_a), dtype=np.int64)  # scratch: first position of a unit
+        chosen: list[npt.NDArray[np.int64]] = []
+        negative = neg_priority < 0
+        unit_all = self.unit
+        acc_all = self.acc
+        for part in (negative, ~negative):
+            if eligible is not None:
+                part = part & eligible
+            rest = np.flatnonzero(part)
+            if not len(rest):
+                continue
+            if unplaced < len(gang_a):  # some unit placed already: drop its candidates first
+                rest = rest[~placed[unit_all[rest]]]
+            block = _PICK_CHUNK
+            # stable: ties of priority and deficit keep the static order
+            for piece in _sorted_pieces(rest, neg_priority, neg_deficit):
+                rest = piece
+                while len(rest):
+                    head = rest[:block]
+                    unit = unit_all[head]
+                    acc = acc_all[head]
+                    size = gang_a[unit]
+                    keep = ~placed[unit] & (size <= left[acc])
+                    if not keep.all():  # drop what the walk skips anyway, here and in the rest
+                        rest = rest[len(head):]
+                        head, unit, acc, size = head[keep], unit[keep], acc[keep], size[keep]
+                        if len(rest):
+                            tail_unit = unit_all[rest]
+                            rest = rest[~placed[tail_unit]
+                                        & (gang_a[tail_unit] <= left[acc_all[rest]])]
+                        rest = np.concatenate([head, rest])
+                        if not len(head):
+                            block *= 2
+                            continue
+                    count = len(head)
+                    steps = np.arange(count)
+                    position[unit[::-1]] = steps[::-1]  # a repeated unit keeps its first position
+                    first = position[unit] == steps
+                    taken = np.where(first, size, 0)
+                    # GPUs taken on each candidate's type up to and including it
+                    on_type = np.zeros(count, dtype=np.int64)
+                    for k in range(num_types):
+                        at = acc == k
+                        on_type[at] = np.cumsum(taken[at])
+                    misfit = np.flatnonzero(first & (on_type > left[acc]))
+                    end = int(misfit[0]) if len(misfit) else count  # decided: [0, end)
+                    # the plain pass stops after a take that leaves too few GPUs or no unit
+                    stop_at = np.flatnonzero(first[:end] & (
+                        (total_left - np.cumsum(taken[:end]) < smallest)
+                        | (unplaced - np.cumsum(first[:end]) == 0)))
+                    stop = len(stop_at) > 0
+                    if stop:
+                        end = int(stop_at[0]) + 1
+                    took = np.flatnonzero(first[:end])
+                    took_units = unit[took]
+                    chosen.append(head[took])
+                    placed[took_units] = True
+                    unplaced -= len(took)
+                    used = np.bincount(acc[took], weights=size[took], minlength=num_types)
+                    left -= used.astype(np.int64)
+                    total_left -= int(used.sum())
+                    if stop:
+                        return np.concatenate(chosen).tolist()
+                    # the misfit (if any) is dropped by the next step's filter: its gang no
+                    # longer fits its type
+                    rest = rest[end:]
+                    if end == count and count == len(head):
+                        block *= 2
+        return np.concatenate(chosen).tolist() if chosen else []
+
+    def _walk_solo_chunks(
+        self,
+        neg_priority: npt.NDArray[np.float64],
+        neg_deficit: npt.NDArray[np.float64],
+        eligible: npt.NDArray[np.bool_] | None,
+        gang: list[int],
+        free: Sequence[int],
+    ) -> list[int]:
+        """:meth:`_walk_solo` one candidate at a time: each part sorted, then walked in
+        chunks of ``_PICK_CHUNK``; after each, the candidates the walk would skip anyway are
+        dropped from the rest (their unit placed, or their type with fewer GPUs left than the
+        smallest gang)."""
         left = list(free)
         total_left = sum(left)
         smallest = min(gang)
@@ -873,27 +1015,29 @@ class PriorityCandidates:
             if len(gang) > unplaced:  # some unit placed already: drop its candidates first
                 rest = rest[placed_now[self.unit[rest]] == 0]
             # stable: ties of priority and deficit keep the static order
-            rest = rest[np.lexsort((neg_deficit[rest], neg_priority[rest]))]
-            while len(rest):
-                chunk = rest[:_PICK_CHUNK]
-                rest = rest[_PICK_CHUNK:]
-                for c, u, k in zip(chunk.tolist(), self.unit[chunk].tolist(),
-                                   self.acc[chunk].tolist(), strict=True):
-                    if placed[u]:
-                        continue
-                    g = gang[u]
-                    if g > left[k]:
-                        continue
-                    placed[u] = 1
-                    unplaced -= 1
-                    left[k] -= g
-                    total_left -= g
-                    chosen.append(c)
-                    if total_left < smallest or not unplaced:
-                        return chosen
-                if len(rest):
-                    open_type = np.array(left) >= smallest
-                    rest = rest[(placed_now[self.unit[rest]] == 0) & open_type[self.acc[rest]]]
+            for piece in _sorted_pieces(rest, neg_priority, neg_deficit):
+                rest = piece
+                while len(rest):
+                    chunk = rest[:_PICK_CHUNK]
+                    rest = rest[_PICK_CHUNK:]
+                    for c, u, k in zip(chunk.tolist(), self.unit[chunk].tolist(),
+                                       self.acc[chunk].tolist(), strict=True):
+                        if placed[u]:
+                            continue
+                        g = gang[u]
+                        if g > left[k]:
+                            continue
+                        placed[u] = 1
+                        unplaced -= 1
+                        left[k] -= g
+                        total_left -= g
+                        chosen.append(c)
+                        if total_left < smallest or not unplaced:
+                            return chosen
+                    if len(rest):
+                        open_type = np.array(left) >= smallest
+                        rest = rest[(placed_now[self.unit[rest]] == 0)
+                                    & open_type[self.acc[rest]]]
         return chosen
 
     def pick(
