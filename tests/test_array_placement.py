@@ -25,7 +25,7 @@ def test_placement_equals_the_written_rule(seed: int, rounds: int, per_node: int
     num_jobs = int(rng.integers(1, 30))
     scale = rng.choice([1, 1, 1, 2, 3, 4, 8], num_jobs)
     last_type = np.full(num_jobs, -1, dtype=np.int64)
-    mask = [0] * num_jobs  # the GPUs each job held the last time it ran
+    mask = np.zeros(num_jobs, dtype=object)  # the GPUs each job held the last time it ran
     placement = Placement(types, placers, last_type, mask, run_min_gpus=run_min_gpus)
     for slot in range(num_jobs):
         placement.admit(slot, int(scale[slot]))
@@ -46,7 +46,7 @@ def test_placement_equals_the_written_rule(seed: int, rounds: int, per_node: int
                 masks, moved, _ = placers[types[k]].place_moved(
                     [int(scale[s]) for s in slots], previous)
                 expected[k] = (masks, sorted(moved))
-        got = {k: (masks, moved) for _, k, _, masks, moved in placement.layout(groups)}
+        got = {k: (masks, moved) for _, k, _, masks, moved, _ in placement.layout(groups)}
         assert got == expected
         for k, slots in enumerate(groups):  # the round ran: what the engine then records
             if slots:

@@ -60,15 +60,16 @@ _FEW = 16  # the GPU ids of a gang that holds none
 
 #: One accelerator type of a round as placed: (type, its index, slots of its gangs in plan
 #: order, GPU mask of each gang, the positions of the gangs whose mask differs from the one
-#: they held there the last time they ran there, or that had not run there).
-SlotLayout = tuple[str, int, list[int], list[int], list[int]]
+#: they held there the last time they ran there, or that had not run there, the slots as an
+#: array).
+SlotLayout = tuple[str, int, list[int], list[int], list[int], IntArray]
 
 
 class Placement:
     """Placement of a round's checked slot groups on every type (module docstring)."""
 
     def __init__(self, types: list[str], placers: dict[str, PoolPlacer],
-                 last_type: IntArray, mask: list[int], *,
+                 last_type: IntArray, mask: npt.NDArray[np.object_], *,
                  run_min_gpus: int | None = None) -> None:
         if run_min_gpus is None:
             run_min_gpus = RUN_PLACEMENT_MIN_GPUS
@@ -132,7 +133,7 @@ class Placement:
                 kept = np.zeros(len(index), dtype=bool)
             masks, moved = pool.place(slots, index, here, kept, before)
             self.last_slots[k] = index
-            out.append((self.types[k], k, slots, masks, moved))
+            out.append((self.types[k], k, slots, masks, moved, index))
         # the new GPUs' descriptions, once every type is placed: a gang that moves from one
         # type to another leaves the old one, whose pool reads what it held there
         for slots_new, first, one_run in self._new_runs:
@@ -171,9 +172,9 @@ class _BitPlacement:
             left = before[~mark[before]]
             mark[index] = False
             if len(left) < num_kept:
-                union = reduce(xor, map(mask.__getitem__, left.tolist()), self.union)
+                union = reduce(xor, mask[left].tolist(), self.union)
             else:
-                union = reduce(or_, map(mask.__getitem__, index[kept].tolist()), 0)
+                union = reduce(or_, mask[index[kept]].tolist(), 0)
         all_free = placer.all_free
         scale = owner.scale_list
         older = np.flatnonzero(here & ~kept).tolist()  # held GPUs here longer ago
@@ -183,9 +184,9 @@ class _BitPlacement:
             reach = reduce(or_, [mask[slots[j]] for j in older], 0)
             contested: list[int] = []
             if reach & union:
-                held = index[kept].tolist()
+                held = index[kept]
                 contested = [i for i, m in zip(np.flatnonzero(kept).tolist(),
-                                               map(mask.__getitem__, held), strict=True)
+                                               mask[held].tolist(), strict=True)
                              if m & reach]
             free = all_free
             gained = lost = 0  # masks of older gangs that keep theirs / kept gangs that lose
@@ -200,7 +201,7 @@ class _BitPlacement:
                     sticky[j] = False
                     lost |= prev
             union = (union ^ lost) | gained
-        masks = list(map(mask.__getitem__, slots))
+        masks: list[int] = mask[index].tolist()
         rest = np.flatnonzero(~sticky).tolist()  # start, or move: none gets its old mask
         free = all_free ^ union
         if rest:
@@ -326,7 +327,7 @@ class _RunPlacement:
             # take them (some of those GPUs were the lost gangs')
             self._set(index[kept & ~sticky], True)
             self._set(index[older[sticky[older]]], False)
-        masks = list(map(mask.__getitem__, slots))
+        masks: list[int] = mask[index].tolist()
         rest = np.flatnonzero(~sticky)
         if len(rest) > _FEW:
             self._place_rest(rest, index, masks, self.free)

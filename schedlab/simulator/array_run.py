@@ -75,6 +75,8 @@ from schedlab.simulator.result import JobRecord, RoundRecord, RunRecord, Simulat
 
 log = logging.getLogger(__name__)
 
+_NO_SLOTS = np.zeros(0, dtype=np.int64)
+
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
@@ -109,7 +111,8 @@ class _Progress:
         self.migrations = np.zeros(total, dtype=np.int64)
         self.paid = np.zeros(total)
         self.moved = np.zeros(total, dtype=bool)
-        self.mask: list[int] = []  # by slot: the GPUs it holds or last held (bit mask)
+        #: by slot: the GPUs it holds or last held (a bit mask, a Python int)
+        self.mask: npt.NDArray[np.object_] = np.zeros(total, dtype=object)
 
     def admit(self, slot: int, js: JobState, type_index: dict[str, int]) -> None:
         """Columns of a job entering ``slot`` (``time_on`` already holds every type)."""
@@ -131,7 +134,7 @@ class _Progress:
         self.switch[slot] = js.switch_overhead_s
         self.ran_before[slot] = js.last_accelerator is not None
         self.migrations[slot] = js.migrations
-        self.mask.append(ids_mask(js.last_gpu_ids or ()))
+        self.mask[slot] = ids_mask(js.last_gpu_ids or ())
 
     def move(self, jobs: list[JobState], slots: list[int], moved: list[int],
              masks: list[int], acc: str, length: float, eager: bool) -> FloatArray:
@@ -303,7 +306,7 @@ def run_arrays(
     last_mask: dict[str, int] = {}
     fits: dict[str, tuple[int, dict[str, float]]] = {}
     rounds: list[RoundRecord] = []
-    previous: list[int] = []  # slots of the jobs that ran in the round just simulated
+    previous = _NO_SLOTS  # slots of the jobs that ran in the round just simulated
     forget: list[int] = []  # slots of the jobs that finished in the round just simulated
     repeat_layout: list[SlotLayout] | None = None
     repeat_of: list[Assignment] = []
@@ -361,7 +364,7 @@ def run_arrays(
             if not pending:
                 break
             now = pending[0].arrival  # idle jump to the next arrival
-            previous = []
+            previous = _NO_SLOTS
             continue
         if max_rounds is not None and round_index >= max_rounds:
             stopped = "max_rounds"
@@ -385,8 +388,8 @@ def run_arrays(
         runs: list[RunRecord] | None = [] if keep_runs else None
         if repeat_layout is not None and version == repeat_version and decision == repeat_of:
             # the last round's plan again under the same job set: same checks, same GPUs
-            layout: list[SlotLayout] = [(acc, k, slots, masks, [])
-                                        for acc, k, slots, masks, _ in repeat_layout]
+            layout: list[SlotLayout] = [(acc, k, slots, masks, [], index)
+                                        for acc, k, slots, masks, _, index in repeat_layout]
         else:
             groups = None
             if isinstance(decision, SlotPlan):
@@ -409,13 +412,12 @@ def run_arrays(
                 placement.ids_of.pop(slot_gone, None)
             forget = []
 
-        still: list[int] = []
+        still_parts: list[IntArray] = []  # per type: the slots that ran and go on
         done_now: list[int] = []
         done_end: list[float] = []
         last_end = now
         round_end = now + length
-        for acc, k, slots, masks, moved in layout:
-            index = np.array(slots, dtype=np.int64)
+        for acc, k, slots, masks, moved, index in layout:
             overhead = np.zeros(len(slots))
             if moved:  # new GPUs: a migration, unless it is the job's first start
                 overhead[moved] = cols.move(jobs, slots, moved, masks, acc, length, reads)
@@ -446,27 +448,29 @@ def run_arrays(
                 done_now.extend(index[fin_at].tolist())
                 done_end.extend(ends)
                 last_end = max(last_end, max(ends))
-                still.extend(index[~fin].tolist())
+                still_parts.append(index[~fin])
             else:
-                still.extend(slots)
+                still_parts.append(index)
             if runs is not None:
                 ends_all = end.tolist()
                 for i, (slot, mask) in enumerate(zip(slots, masks, strict=True)):
                     runs.append(RunRecord(jobs[slot].id, acc, mask, None,
                                           float(overhead[i]), ends_all[i] if fin[i]
                                           else round_end))
+        still = (still_parts[0] if len(still_parts) == 1 else
+                 np.concatenate(still_parts) if still_parts else _NO_SLOTS)
         if reads:  # the policy reads progress: its JobStates follow every round
-            cols.write_back([jobs[s] for s in still], still, full=False)
+            still_list = still.tolist()
+            cols.write_back([jobs[s] for s in still_list], still_list, full=False)
         else:
             lagging = True
 
-        if previous:
-            before_idx = np.array(previous, dtype=np.int64)
-            for s in before_idx[last_round_a[before_idx] != round_index].tolist():
+        if len(previous):
+            for s in previous[last_round_a[previous] != round_index].tolist():
                 jobs[s].preemptions += 1  # ran last round, waits now
         ran = len(still) + len(done_now)
         job_rounds += ran
-        if ran and not still and end_round_early:
+        if ran and not len(still) and end_round_early:
             end_of_round = last_end
         else:
             end_of_round = round_end
