@@ -93,3 +93,16 @@ def test_share_ranks_give_the_stable_order_by_share(data: st.DataObject, units: 
     cands = PriorityCandidates(unit, acc, share, [unit], num_types, presorted=True,
                                share_rank=rank)
     assert np.array_equal(cands.static, np.argsort(-share, kind="stable"))
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data(), n=st.integers(0, 60))
+def test_two_key_sort_is_lexsort(data: st.DataObject, n: int) -> None:
+    """rounds._lexsort2 is np.lexsort((secondary, primary)), ties, infinities, NaNs, -0.0
+    and 0.0 included."""
+    values = [0.0, -0.0, 1.0, -1.0, 2.5, float("inf"), float("-inf"), float("nan")]
+    primary = np.array(data.draw(st.lists(st.sampled_from(values), min_size=n, max_size=n)))
+    secondary = np.array(data.draw(st.lists(st.sampled_from(values), min_size=n,
+                                            max_size=n)))
+    assert np.array_equal(rounds._lexsort2(primary, secondary),
+                          np.lexsort((secondary, primary)))

@@ -763,10 +763,32 @@ def choose_by_priority(
 #: loop in Python), or first takes as one block (the walk on arrays).
 _PICK_CHUNK = 1024
 #: The first piece of the walk's sort (:func:`_sorted_pieces`), candidates.
-_SORT_PIECE = 4096
+_SORT_PIECE = 16384
 #: From this many units (active jobs) on, the solo walk runs on arrays, a block at a time;
 #: below, one candidate at a time in Python (the same choice; faster there).
 VECTOR_WALK_MIN_UNITS = 20_000
+
+
+def _lexsort2(primary: npt.NDArray[np.float64], secondary: npt.NDArray[np.float64]
+              ) -> npt.NDArray[np.intp]:
+    """``np.lexsort((secondary, primary))``: one stable sort by ``primary``, then only the
+    runs of equal ``primary`` (NaNs equal to each other, as the sort puts them) sorted, stably,
+    by ``secondary`` -- about half a two-key ``lexsort`` when few keys tie."""
+    order = np.argsort(primary, kind="stable")
+    ranked = primary[order]
+    same = ranked[1:] == ranked[:-1]
+    both_nan = np.isnan(ranked)
+    same |= both_nan[1:] & both_nan[:-1]
+    if not same.any():
+        return order
+    tied = np.zeros(len(order), dtype=bool)
+    tied[1:] |= same
+    tied[:-1] |= same
+    at = np.flatnonzero(tied)
+    run = np.cumsum(~np.concatenate(([False], same)))[at]  # which run of ties
+    members = order[at]
+    order[at] = members[np.lexsort((secondary[members], run))]
+    return order
 
 
 def _sorted_pieces(rest: npt.NDArray[np.int64], neg_priority: npt.NDArray[np.float64],
@@ -785,11 +807,11 @@ def _sorted_pieces(rest: npt.NDArray[np.int64], neg_priority: npt.NDArray[np.flo
         if not head.any():
             break
         top = rest[head]
-        yield top[np.lexsort((neg_deficit[top], neg_priority[top]))]
+        yield top[_lexsort2(neg_priority[top], neg_deficit[top])]
         rest = rest[~head]
         size *= 2
     if len(rest):
-        yield rest[np.lexsort((neg_deficit[rest], neg_priority[rest]))]
+        yield rest[_lexsort2(neg_priority[rest], neg_deficit[rest])]
 
 
 class PriorityCandidates:
