@@ -119,8 +119,11 @@ def test_bad_goodput_jobs_are_one_error_naming_the_field() -> None:
                        r"the profile of cifar10 \(128 to 4096"):
         specs_from_instance(too_big, file="x.json")
     text = "name,time,application,num_replicas,batch_size\na,0,cifar10,1,128\nb,x,cifar10,1,1\n"
-    with pytest.raises(InputError, match=r"t\.csv: row 3: not a number"):
+    with pytest.raises(InputError, match=r"t\.csv: row 3\.time: not a number: 'x'"):
         read_goodput_csv(text, file="t.csv")
+    zero = "name,time,application,num_replicas,batch_size\na,0,cifar10,0,128\n"
+    with pytest.raises(InputError, match=r"t\.csv: row 2\.num_replicas: must be >= 1, got '0'"):
+        read_goodput_csv(zero, file="t.csv")
 
 
 def test_sia_philly_recipe_replaces_ncf_by_cifar10() -> None:

@@ -105,15 +105,16 @@ def read_goodput_csv(text: str, *, file: str) -> list[GoodputJobSpec]:
     specs = []
     for row_number, row in enumerate(reader, start=2):
         where = f"row {row_number}"
-        try:
-            submitted = float(row["time"])
-            replicas = int(row["num_replicas"])
-            batch = int(float(row["batch_size"]))
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"not a number ({exc})", file=file, field=where) from None
-        if not math.isfinite(submitted) or submitted < 0 or replicas < 1 or batch < 1:
-            raise InputError("time must be >= 0, num_replicas and batch_size >= 1",
-                             file=file, field=where)
+        submitted = _csv_number(row, "time", float, file=file, where=where)
+        replicas = int(_csv_number(row, "num_replicas", int, file=file, where=where))
+        batch = int(_csv_number(row, "batch_size", float, file=file, where=where))
+        if not math.isfinite(submitted) or submitted < 0:
+            raise InputError(f"must be a finite number >= 0, got {row['time']!r}", file=file,
+                             field=f"{where}.time")
+        for column, value in (("num_replicas", replicas), ("batch_size", batch)):
+            if value < 1:
+                raise InputError(f"must be >= 1, got {row[column]!r}", file=file,
+                                 field=f"{where}.{column}")
         spec = GoodputJobSpec(name=row["name"], application=row["application"],
                               submission_time=submitted, batch_size=batch,
                               num_replicas=replicas,
@@ -121,6 +122,18 @@ def read_goodput_csv(text: str, *, file: str) -> list[GoodputJobSpec]:
         check_spec(spec, file=file, where=where)
         specs.append(spec)
     return specs
+
+
+def _csv_number(row: dict[str, str], column: str, kind: type[int] | type[float], *,
+                file: str, where: str) -> float:
+    """``row[column]`` read as ``kind``; a missing or non-numeric value is one error naming
+    the row and the column."""
+    text = row.get(column)
+    try:
+        return kind(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InputError(f"not a number: {text!r}", file=file,
+                         field=f"{where}.{column}") from None
 
 
 def load_goodput_csv(path: str | Path) -> list[GoodputJobSpec]:
