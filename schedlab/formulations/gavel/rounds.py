@@ -900,6 +900,30 @@ class PriorityCandidates:
         units, types = self._unit_type_lists()
         return [(units[c], types[c]) for c in picked]
 
+    def _sorted_parts(
+        self,
+        neg_priority: npt.NDArray[np.float64],
+        neg_deficit: npt.NDArray[np.float64],
+        eligible: npt.NDArray[np.bool_] | None,
+        placed: npt.NDArray[np.bool_] | npt.NDArray[np.uint8],
+    ) -> Iterator[npt.NDArray[np.int64]]:
+        """The candidates of the solo walk in the order ``np.lexsort((neg_deficit,
+        neg_priority))`` (restricted to ``eligible``), in sorted pieces: first those with a
+        negative key (some share: -priority < 0, -inf before anything was received), then the
+        rest (-priority 0: no share, or no age yet; NaN last as lexsort puts it), which is
+        sorted only when the walk asks for it and then without the candidates of the units
+        ``placed`` (nonzero) by then (the walk starts with none placed)."""
+        negative = neg_priority < 0
+        for second, part in enumerate((negative, ~negative)):
+            if eligible is not None:
+                part = part & eligible
+            rest = np.flatnonzero(part)
+            if second and len(rest):
+                rest = rest[placed[self.unit[rest]] == 0]
+            if len(rest):
+                # stable: ties of priority and deficit keep the static order
+                yield from _sorted_pieces(rest, neg_priority, neg_deficit)
+
     def _walk_solo(
         self,
         neg_priority: npt.NDArray[np.float64],
@@ -909,13 +933,10 @@ class PriorityCandidates:
         free: Sequence[int],
     ) -> list[int]:
         """:meth:`pick`'s greedy walk when every unit is one job, in the order
-        ``np.lexsort((neg_deficit, neg_priority))`` (restricted to ``eligible``), found in two
-        parts: the candidates with a negative key (some share: -priority < 0, -inf before
-        anything was received) come before all others, so they are sorted and walked first,
-        and the rest (-priority 0: no share, or no age yet; NaN last as lexsort puts it) only
-        when the walk has not ended by then.
+        ``np.lexsort((neg_deficit, neg_priority))`` (restricted to ``eligible``), found in
+        sorted pieces (:meth:`_sorted_parts`).
 
-        Each part is walked a block at a time with array operations, not one candidate at a
+        Each piece is walked a block at a time with array operations, not one candidate at a
         time.  First the candidates the walk would skip anyway are dropped: their unit placed,
         or a gang larger than the GPUs left on their type (GPUs left only decrease, so such a
         candidate is skipped wherever it comes).  In what remains, the greedy pass takes every
@@ -940,72 +961,61 @@ class PriorityCandidates:
         unplaced = len(gang_a)
         position = np.empty(len(gang_a), dtype=np.int64)  # scratch: first position of a unit
         chosen: list[npt.NDArray[np.int64]] = []
-        negative = neg_priority < 0
         unit_all = self.unit
         acc_all = self.acc
-        for part in (negative, ~negative):
-            if eligible is not None:
-                part = part & eligible
-            rest = np.flatnonzero(part)
-            if not len(rest):
-                continue
-            if unplaced < len(gang_a):  # some unit placed already: drop its candidates first
-                rest = rest[~placed[unit_all[rest]]]
-            block = _PICK_CHUNK
-            # stable: ties of priority and deficit keep the static order
-            for piece in _sorted_pieces(rest, neg_priority, neg_deficit):
-                rest = piece
-                while len(rest):
-                    head = rest[:block]
-                    unit = unit_all[head]
-                    acc = acc_all[head]
-                    size = gang_a[unit]
-                    keep = ~placed[unit] & (size <= left[acc])
-                    if not keep.all():  # drop what the walk skips anyway, here and in the rest
-                        rest = rest[len(head):]
-                        head, unit, acc, size = head[keep], unit[keep], acc[keep], size[keep]
-                        if len(rest):
-                            tail_unit = unit_all[rest]
-                            rest = rest[~placed[tail_unit]
-                                        & (gang_a[tail_unit] <= left[acc_all[rest]])]
-                        rest = np.concatenate([head, rest])
-                        if not len(head):
-                            block *= 2
-                            continue
-                    count = len(head)
-                    steps = np.arange(count)
-                    position[unit[::-1]] = steps[::-1]  # a repeated unit keeps its first position
-                    first = position[unit] == steps
-                    taken = np.where(first, size, 0)
-                    # GPUs taken on each candidate's type up to and including it
-                    on_type = np.zeros(count, dtype=np.int64)
-                    for k in range(num_types):
-                        at = acc == k
-                        on_type[at] = np.cumsum(taken[at])
-                    misfit = np.flatnonzero(first & (on_type > left[acc]))
-                    end = int(misfit[0]) if len(misfit) else count  # decided: [0, end)
-                    # the plain pass stops after a take that leaves too few GPUs or no unit
-                    stop_at = np.flatnonzero(first[:end] & (
-                        (total_left - np.cumsum(taken[:end]) < smallest)
-                        | (unplaced - np.cumsum(first[:end]) == 0)))
-                    stop = len(stop_at) > 0
-                    if stop:
-                        end = int(stop_at[0]) + 1
-                    took = np.flatnonzero(first[:end])
-                    took_units = unit[took]
-                    chosen.append(head[took])
-                    placed[took_units] = True
-                    unplaced -= len(took)
-                    used = np.bincount(acc[took], weights=size[took], minlength=num_types)
-                    left -= used.astype(np.int64)
-                    total_left -= int(used.sum())
-                    if stop:
-                        return np.concatenate(chosen).tolist()
-                    # the misfit (if any) is dropped by the next step's filter: its gang no
-                    # longer fits its type
-                    rest = rest[end:]
-                    if end == count and count == len(head):
+        block = _PICK_CHUNK
+        for rest in self._sorted_parts(neg_priority, neg_deficit, eligible, placed):
+            while len(rest):
+                head = rest[:block]
+                unit = unit_all[head]
+                acc = acc_all[head]
+                size = gang_a[unit]
+                keep = ~placed[unit] & (size <= left[acc])
+                if not keep.all():  # drop what the walk skips anyway, here and in the rest
+                    rest = rest[len(head):]
+                    head, unit, acc, size = head[keep], unit[keep], acc[keep], size[keep]
+                    if len(rest):
+                        tail_unit = unit_all[rest]
+                        rest = rest[~placed[tail_unit]
+                                    & (gang_a[tail_unit] <= left[acc_all[rest]])]
+                    rest = np.concatenate([head, rest])
+                    if not len(head):
                         block *= 2
+                        continue
+                count = len(head)
+                steps = np.arange(count)
+                position[unit[::-1]] = steps[::-1]  # a repeated unit keeps its first position
+                first = position[unit] == steps
+                taken = np.where(first, size, 0)
+                # GPUs taken on each candidate's type up to and including it
+                on_type = np.zeros(count, dtype=np.int64)
+                for k in range(num_types):
+                    at = acc == k
+                    on_type[at] = np.cumsum(taken[at])
+                misfit = np.flatnonzero(first & (on_type > left[acc]))
+                end = int(misfit[0]) if len(misfit) else count  # decided: [0, end)
+                # the plain pass stops after a take that leaves too few GPUs or no unit
+                stop_at = np.flatnonzero(first[:end] & (
+                    (total_left - np.cumsum(taken[:end]) < smallest)
+                    | (unplaced - np.cumsum(first[:end]) == 0)))
+                stop = len(stop_at) > 0
+                if stop:
+                    end = int(stop_at[0]) + 1
+                took = np.flatnonzero(first[:end])
+                took_units = unit[took]
+                chosen.append(head[took])
+                placed[took_units] = True
+                unplaced -= len(took)
+                used = np.bincount(acc[took], weights=size[took], minlength=num_types)
+                left -= used.astype(np.int64)
+                total_left -= int(used.sum())
+                if stop:
+                    return np.concatenate(chosen).tolist()
+                # the misfit (if any) is dropped by the next step's filter: its gang no
+                # longer fits its type
+                rest = rest[end:]
+                if end == count:
+                    block *= 2
         return np.concatenate(chosen).tolist() if chosen else []
 
     def _walk_solo_chunks(
@@ -1027,39 +1037,27 @@ class PriorityCandidates:
         placed_now = np.frombuffer(placed, dtype=np.uint8)  # a view: follows ``placed``
         unplaced = len(gang)
         chosen: list[int] = []
-        negative = neg_priority < 0
-        for part in (negative, ~negative):
-            if eligible is not None:
-                part = part & eligible
-            rest = np.flatnonzero(part)
-            if not len(rest):
-                continue
-            if len(gang) > unplaced:  # some unit placed already: drop its candidates first
-                rest = rest[placed_now[self.unit[rest]] == 0]
-            # stable: ties of priority and deficit keep the static order
-            for piece in _sorted_pieces(rest, neg_priority, neg_deficit):
-                rest = piece
-                while len(rest):
-                    chunk = rest[:_PICK_CHUNK]
-                    rest = rest[_PICK_CHUNK:]
-                    for c, u, k in zip(chunk.tolist(), self.unit[chunk].tolist(),
-                                       self.acc[chunk].tolist(), strict=True):
-                        if placed[u]:
-                            continue
-                        g = gang[u]
-                        if g > left[k]:
-                            continue
-                        placed[u] = 1
-                        unplaced -= 1
-                        left[k] -= g
-                        total_left -= g
-                        chosen.append(c)
-                        if total_left < smallest or not unplaced:
-                            return chosen
-                    if len(rest):
-                        open_type = np.array(left) >= smallest
-                        rest = rest[(placed_now[self.unit[rest]] == 0)
-                                    & open_type[self.acc[rest]]]
+        for rest in self._sorted_parts(neg_priority, neg_deficit, eligible, placed_now):
+            while len(rest):
+                chunk = rest[:_PICK_CHUNK]
+                rest = rest[_PICK_CHUNK:]
+                for c, u, k in zip(chunk.tolist(), self.unit[chunk].tolist(),
+                                   self.acc[chunk].tolist(), strict=True):
+                    if placed[u]:
+                        continue
+                    g = gang[u]
+                    if g > left[k]:
+                        continue
+                    placed[u] = 1
+                    unplaced -= 1
+                    left[k] -= g
+                    total_left -= g
+                    chosen.append(c)
+                    if total_left < smallest or not unplaced:
+                        return chosen
+                if len(rest):
+                    open_type = np.array(left) >= smallest
+                    rest = rest[(placed_now[self.unit[rest]] == 0) & open_type[self.acc[rest]]]
         return chosen
 
     def pick(
