@@ -100,6 +100,13 @@ class Placement:
         self.scale_list.append(scale)
         self.note(slot, self.mask[slot])
 
+    def forget(self, slots: list[int]) -> None:
+        """Jobs that finished: their masks (up to count/8 bytes each) and GPU ids go (call it
+        after the layout of the round after they finished, the last one that reads them)."""
+        for slot in slots:
+            self.mask[slot] = 0
+            self.ids_of.pop(slot, None)
+
     def note(self, slot: int, mask: int) -> None:
         """``mask`` (a job's GPUs when it is handed over) becomes the GPUs of ``slot``, as the
         one-node pools describe them: first GPU, one run or not, else its ids."""
@@ -125,13 +132,17 @@ class Placement:
             here = self.last_type[index] == k
             before = self.last_slots[k]
             mark = self._mark  # all False between calls
-            if len(before):
+            if len(before):  # kept: placed here last round too; left: placed then, not now
                 mark[before] = True
                 kept = mark[index]
                 mark[before] = False
+                mark[index] = True
+                left = before[~mark[before]]
+                mark[index] = False
             else:
                 kept = np.zeros(len(index), dtype=bool)
-            masks, moved = pool.place(slots, index, here, kept, before)
+                left = before
+            masks, moved = pool.place(slots, index, here, kept, left)
             self.last_slots[k] = index
             out.append((self.types[k], k, slots, masks, moved, index))
         # the new GPUs' descriptions, once every type is placed: a gang that moves from one
@@ -160,17 +171,13 @@ class _BitPlacement:
         self.union = 0
 
     def place(self, slots: list[int], index: IntArray, here: BoolArray, kept: BoolArray,
-              before: IntArray) -> tuple[list[int], list[int]]:
+              left: IntArray) -> tuple[list[int], list[int]]:
         owner = self.owner
         placer = self.placer
         mask = owner.mask
-        mark = owner._mark
         num_kept = int(kept.sum())
         union = 0  # of the gangs that ran on k in the previous round
         if num_kept:
-            mark[index] = True
-            left = before[~mark[before]]
-            mark[index] = False
             if len(left) < num_kept:
                 union = reduce(xor, mask[left].tolist(), self.union)
             else:
@@ -284,16 +291,11 @@ class _RunPlacement:
         return out
 
     def place(self, slots: list[int], index: IntArray, here: BoolArray, kept: BoolArray,
-              before: IntArray) -> tuple[list[int], list[int]]:
+              left: IntArray) -> tuple[list[int], list[int]]:
         owner = self.owner
         mask = owner.mask
         scale = owner.scale
-        # the kept gangs hold what they held: free up the GPUs of the gangs that left
-        if len(before):
-            mark = owner._mark
-            mark[index] = True
-            self._set(before[~mark[before]], True)
-            mark[index] = False
+        self._set(left, True)  # the kept gangs hold what they held; those that left free theirs
         older = np.flatnonzero(here & ~kept)  # held GPUs here longer ago
         sticky = kept
         if len(older):

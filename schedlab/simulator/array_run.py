@@ -407,9 +407,7 @@ def run_arrays(
         repeat_layout = layout
         repeat_version = version
         if forget:  # jobs finished in the previous round: no placement reads their GPUs now
-            for slot_gone in forget:
-                cols.mask[slot_gone] = 0
-                placement.ids_of.pop(slot_gone, None)
+            placement.forget(forget)
             forget = []
 
         still_parts: list[IntArray] = []  # per type: the slots that ran and go on
