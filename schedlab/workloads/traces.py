@@ -201,11 +201,10 @@ def _time_field(text: Any, *, file: str, where: str, field: str) -> float:
     if type(text) is str and text[4:5] == "-" and len(text) >= 10:
         try:
             stamp = _fromisoformat(text)
-        except ValueError:
-            pass
-        else:
-            if stamp.tzinfo is None:
-                return (stamp - _EPOCH).total_seconds()
+        except ValueError:  # not this form: the general parser reads it or names the error
+            return _parse_time(text, file=file, where=where, field=field)
+        if stamp.tzinfo is None:
+            return (stamp - _EPOCH).total_seconds()
     return _parse_time(text, file=file, where=where, field=field)
 
 

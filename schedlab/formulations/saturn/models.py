@@ -700,16 +700,7 @@ class TimeIndexed(SaturnMilp):
         if self.objective == "makespan":
             cut_short |= self._bound_from_rounded_down_grid(
                 solution, data, delta, opts, deadline, t2 - t1, t1 - t_build)
-            if solution.gap is not None and solution.gap <= self.target_gap:
-                # the MIP convention (HiGHS's mip_rel_gap is 1e-4 too): optimal within the
-                # relative gap tolerance; ``gap`` says how close, the tolerance is recorded
-                solution.status = Status.OPTIMAL
-                solution.metrics["gap_tolerance"] = self.target_gap
-            elif solution.gap is not None and solution.gap <= self.stop_at_gap:
-                # stopped by ``stop_gap``: done, but not a proof of optimality
-                solution.status = Status.FEASIBLE
-            else:
-                solution.status = Status.TIME_LIMIT if cut_short else Status.FEASIBLE
+            self._grade(solution, cut_short)
         elif not solution.metrics["grid_exact"] and solution.status == Status.OPTIMAL:
             solution.status = Status.FEASIBLE  # optimal on the rounded-up grid only
         solution.solver = opts.solver
@@ -759,6 +750,20 @@ class TimeIndexed(SaturnMilp):
             return found.placements, metrics
         return current, metrics
 
+    def _grade(self, solution: Solution, cut_short: bool) -> None:
+        """The status of a makespan solution from its gap to a valid lower bound: the MIP
+        convention (HiGHS's mip_rel_gap is 1e-4 too), ``optimal`` within ``target_gap`` (the
+        tolerance recorded, ``gap`` says how close); ``feasible`` when stopped by
+        ``stop_gap`` (done, but not a proof) or with no limit cut short, else
+        ``time_limit``."""
+        if solution.gap is not None and solution.gap <= self.target_gap:
+            solution.status = Status.OPTIMAL
+            solution.metrics["gap_tolerance"] = self.target_gap
+        elif solution.gap is not None and solution.gap <= self.stop_at_gap:
+            solution.status = Status.FEASIBLE
+        else:
+            solution.status = Status.TIME_LIMIT if cut_short else Status.FEASIBLE
+
     def _list_first_solution(self, instance: Instance, data: SaturnData,
                              placed: list[Placement], bound_s: float, metrics: dict[str, Any],
                              solver: str, t0: float) -> Solution:
@@ -775,9 +780,7 @@ class TimeIndexed(SaturnMilp):
         solution.metrics.update(metrics)
         solution.metrics.update({"combinatorial_bound_s": bound_s, "target_gap": self.target_gap,
                                  "returned": "list_search", "grid_model": "not built"})
-        if solution.gap <= self.target_gap:
-            solution.status = Status.OPTIMAL
-            solution.metrics["gap_tolerance"] = self.target_gap
+        self._grade(solution, cut_short=False)
         solution.solver = solver
         solution.timings = Timings(build_s=0.0, solve_s=t1 - t0, extract_s=time.perf_counter() - t1)
         return solution
