@@ -28,11 +28,16 @@ Two implementations decide the same masks:
     when no run of s is left the remaining gangs of that size take the lowest free GPUs, s
     at a time, in order.
 
-  A gang whose GPUs are not one run (the lowest-free-GPUs case, or a job handed over with
-  scattered ids) is covered through its bit mask, bit by bit.
+  The free-GPU array is kept from round to round: the gangs that left a type free their
+  GPUs, the older gangs that keep theirs take them, and up to ``_FEW`` gangs are placed by
+  :meth:`PoolPlacer.place_rest` itself on a bit mask of the array.  A gang whose GPUs are
+  not one run (the lowest-free-GPUs case, or a job handed over with scattered ids) is
+  counted through its list of GPU ids.
 
-Both are checked against ``PoolPlacer.place_moved`` (``tests/test_simulator_arrays.py``
-compares the whole engine with the reference loop, which places with it).
+Both are checked against ``PoolPlacer.place_moved``, round after round, by
+``tests/test_array_placement.py``; ``tests/test_simulator_arrays.py`` and
+``tests/test_engines_on_trace.py`` compare the whole engine with the reference loop, which
+places with it.
 """
 
 from __future__ import annotations
