@@ -165,8 +165,17 @@ WRITERS: dict[str, tuple[str, Callable[[Path, int], None]]] = {
 # ------------------------------------------------------------------------- one row (child)
 
 
-def run_row(kind: str, size: int, policy_name: str, trace: str | None) -> dict[str, Any]:
+class _CpuStop(Exception):
+    """Raised by :func:`run_row`'s progress callback when the row's CPU budget is spent."""
+
+
+def run_row(kind: str, size: int, policy_name: str, trace: str | None,
+            cpu_stop: float | None = None) -> dict[str, Any]:
     """Build the workload, simulate it, return the row's numbers (runs in a child process).
+
+    ``cpu_stop``: stop the simulation after that many CPU seconds (checked after every round)
+    and report how far it got instead -- rounds, simulated hours and jobs finished -- so a
+    row too long to finish here is still reported with what it did in its budget.
 
     ``kind`` philly or helios reads ``trace`` (the file written by :data:`WRITERS`) with the
     file's own timing: the file already holds the generated stream's arrivals, so rescaling
@@ -200,8 +209,27 @@ def run_row(kind: str, size: int, policy_name: str, trace: str | None) -> dict[s
 
     policy.decide = timed
     wall0, cpu0 = time.perf_counter(), time.process_time()
-    result = simulate(instance, policy=policy, round_s=instance.params.round_s, seed=0,
-                      keep_rounds=False)
+    last: list[Any] = [None]
+
+    def watch(progress: Any) -> None:
+        last[0] = progress
+        if cpu_stop is not None and time.process_time() - cpu0 > cpu_stop:
+            raise _CpuStop
+
+    try:
+        result = simulate(instance, policy=policy, round_s=instance.params.round_s, seed=0,
+                          keep_rounds=False, progress=watch)
+    except _CpuStop:
+        done = last[0]
+        return {
+            "kind": kind, "jobs": len(instance.jobs), "policy": policy_name,
+            "stopped_cpu_s": time.process_time() - cpu0, "build_s": build_s,
+            "wall_s": time.perf_counter() - wall0, "rounds": done.round_index,
+            "simulated_h": (done.now - min(j.arrival for j in instance.jobs)) / 3600.0,
+            "finished": done.finished, "active": done.active, "job_rounds": done.job_rounds,
+            "decide_cpu_s": decide_cpu[0],
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        }
     wall = time.perf_counter() - wall0
     cpu = time.process_time() - cpu0
     return {
@@ -259,7 +287,8 @@ def load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def one_row(parser: argparse.ArgumentParser, row: list[str]) -> int:
+def one_row(parser: argparse.ArgumentParser, row: list[str], cpu_stop: float | None = None
+            ) -> int:
     """``--row KIND SIZE POLICY [FILE]``: one row, in this process; its numbers as JSON."""
     if len(row) not in (3, 4) or row[0] not in ("generated", "trace", *WRITERS):
         parser.error("--row takes KIND SIZE POLICY [FILE], KIND one of generated, "
@@ -270,9 +299,9 @@ def one_row(parser: argparse.ArgumentParser, row: list[str]) -> int:
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / WRITERS[kind][0]
             WRITERS[kind][1](path, size)
-            print(json.dumps(run_row(kind, size, policy, str(path))))
+            print(json.dumps(run_row(kind, size, policy, str(path), cpu_stop)))
         return 0
-    print(json.dumps(run_row(kind, size, policy, file)))
+    print(json.dumps(run_row(kind, size, policy, file, cpu_stop)))
     return 0
 
 
@@ -284,6 +313,9 @@ def main() -> int:
                         "generated, philly, helios (FILE: a file this script wrote; default: "
                         "write one to a temporary folder first) or trace (trace-1000; SIZE "
                         "ignored); '-' for no FILE")
+    parser.add_argument("--cpu-stop", type=float, metavar="S",
+                        help="with --row: stop the simulation after S CPU seconds and report "
+                        "how far it got (rounds, simulated hours, jobs finished)")
     parser.add_argument("--sizes", default="1000,10000,100000",
                         help="generated sizes, comma-separated (default: %(default)s)")
     parser.add_argument("--million", action="store_true", help="add the 10^6-job rows")
@@ -309,7 +341,7 @@ def main() -> int:
     if args.quick:
         args.sizes, args.skip_traces, args.skip_gavel_all = "1000,10000", True, True
     if args.row:
-        return one_row(parser, args.row)
+        return one_row(parser, args.row, args.cpu_stop)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     from schedlab.policies.registry import policies
 
