@@ -45,4 +45,5 @@ def test_array_engine_equals_the_reference_loop_on_trace_1000(
         fast = simulate(trace_start, policy=get_policy(name), engine="arrays", **kw)
         slow = simulate(trace_start, policy=get_policy(name), engine="reference", **kw)
         assert_same_records(fast.jobs, slow.jobs)
-        assert (fast.num_rounds, fast.num_job_rounds) == (slow.num_rounds, slow.num_job_rounds)
+        assert (fast.num_rounds, fast.num_job_rounds, fast.decisions) == (
+            slow.num_rounds, slow.num_job_rounds, slow.decisions)

@@ -262,6 +262,9 @@ class Fifo(Policy):
         self._order_checked = -1  # the last slot checked
         self._order_last: tuple[float, str] | None = None  # its (arrival, id)
         self._order_holds = True
+        # array path: a plan that kept every running job and started none, with the columns,
+        # job-set version and round it was made for (:meth:`_plan`)
+        self._fixed: tuple[ActiveArrays, int, int, SlotPlan] | None = None
 
     def reset(self) -> None:
         """Forget the previous run: counters, the type-blind FIFO's job -> type map, arrival
@@ -305,6 +308,16 @@ class Fifo(Policy):
         largest pool's free GPUs at the walk's start are left out beforehand, as that walk
         skips them too (free GPUs only decrease).  Reads of a JobState: ``id``, ``arrival``
         (ties only), ``throughput`` and ``last_accelerator`` (type preference)."""
+        fixed = self._fixed
+        if (fixed is not None and fixed[0] is arrays and fixed[1] == state.job_set_version
+                and fixed[2] == state.round_index - 1):
+            # the previous round kept every running job and started none, and no job came or
+            # went since: every job it ran is running now and fits again, and every waiting
+            # job failed to fit the same free GPUs -- the same plan (the same object: the
+            # simulator then skips comparing it with the last one)
+            self._fixed = (arrays, fixed[1], state.round_index, fixed[3])
+            return fixed[3]
+        self._fixed = None
         rows = arrays.rows
         active = state.active
         arrival = arrays.arrival[rows]
@@ -362,7 +375,7 @@ class Fifo(Policy):
         plan_types = run_type if fits_all else run_type[kept]
         most = max(free.free.values(), default=0)
         if most == 0:
-            return SlotPlan(out, plan_slots, plan_types)
+            return self._plan(state, arrays, fits_all, SlotPlan(out, plan_slots, plan_types))
         waiting_mask = ~running
         waiting_mask[run_at[~kept]] = True
         if self.backfill:
@@ -386,7 +399,7 @@ class Fifo(Policy):
 
         started = place_in_order(walk(), free, preference, backfill=self.backfill)
         if not started:
-            return SlotPlan(out, plan_slots, plan_types)
+            return self._plan(state, arrays, fits_all, SlotPlan(out, plan_slots, plan_types))
         index = {k: n for n, k in enumerate(types)}
         return SlotPlan(
             out + started,
@@ -394,6 +407,25 @@ class Fifo(Policy):
                                                  dtype=np.int64)]),
             np.concatenate([plan_types, np.array([index[a.accelerator] for a in started],
                                                  dtype=np.int64)]))
+
+    def _plan(self, state: ClusterState, arrays: ActiveArrays, kept_all: bool,
+              plan: SlotPlan) -> SlotPlan:
+        """``plan`` (no job started), remembered as a fixed point when it also kept every
+        running job: then every later round's plan is the same while no job comes or goes
+        (:class:`SlotPlan`, ``on_repeat``)."""
+        if kept_all:
+            plan.on_repeat = self._repeated
+            self._fixed = (arrays, state.job_set_version, state.round_index, plan)
+        return plan
+
+    def _repeated(self, rounds: int, last_round: int) -> None:
+        """The simulator ran the fixed-point plan ``rounds`` more rounds without asking:
+        they count as decisions, and the plan stands as of round ``last_round``."""
+        fixed = self._fixed
+        if fixed is None:
+            return
+        self.decisions += rounds
+        self._fixed = (fixed[0], fixed[1], last_round, fixed[3])
 
     def _admitted_in_order(self, active: Sequence[JobState], arrays: ActiveArrays) -> bool:
         """Whether ``active`` is in (arrival, id) order although some arrivals tie (a trace

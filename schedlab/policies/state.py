@@ -18,7 +18,7 @@ simulator's truth; only Shockwave's policy reads them, as Shockwave's code does
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
@@ -169,13 +169,22 @@ class SlotPlan(list[Assignment]):
     and groups the plan on the two arrays instead of reading every Assignment.  The arrays
     must describe exactly the Assignments (the tests compare such runs with the reference
     loop, which reads the Assignments).
+
+    ``on_repeat`` marks a *fixed point*: the policy promises that, while no job arrives or
+    finishes, every later round's decision is this plan again (FIFO when it kept every running
+    job and started none).  The simulator may then run such rounds without asking the policy,
+    and calls ``on_repeat(rounds, last_round_index)`` after running ``rounds`` of them (the
+    policy counts them as decisions and remembers the plan as of the last one).  Handing back
+    the very object of the previous round also promises it unchanged.
     """
 
     def __init__(self, assignments: list[Assignment], slots: npt.NDArray[np.int64],
-                 types: npt.NDArray[np.int64]) -> None:
+                 types: npt.NDArray[np.int64],
+                 on_repeat: Callable[[int, int], None] | None = None) -> None:
         super().__init__(assignments)
         self.slots = slots
         self.types = types
+        self.on_repeat = on_repeat
 
 
 class ActiveJobs(Sequence[JobState]):

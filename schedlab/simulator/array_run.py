@@ -38,9 +38,11 @@ whose policy does read progress.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -76,6 +78,7 @@ from schedlab.simulator.result import JobRecord, RoundRecord, RunRecord, Simulat
 log = logging.getLogger(__name__)
 
 _NO_SLOTS = np.zeros(0, dtype=np.int64)
+_NO_STOP = 2**62  # a round index no run reaches
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -257,6 +260,150 @@ def _plan_groups(
     return [slots[kinds == k].tolist() for k in range(num_types)]
 
 
+def progress_kernel() -> Any:
+    """The compiled progress step (:mod:`schedlab.simulator.progress_kernel`), or None when
+    numba cannot load it (then the same step runs as numpy operations per type)."""
+    global _KERNEL
+    if _KERNEL is None:
+        try:
+            from schedlab.simulator import progress_kernel as kernel
+        except (ImportError, RuntimeError, OSError) as exc:
+            log.warning("the compiled progress step is unavailable (%s); using numpy", exc)
+            _KERNEL = False
+        else:
+            _KERNEL = kernel
+    return _KERNEL or None
+
+
+_KERNEL: Any = None
+
+
+class _FlatLayout:
+    """A round's layout as flat arrays over every type's gangs (in layout order), kept while
+    the same layout repeats, with the scratch arrays of :func:`progress_kernel.advance`."""
+
+    def __init__(self, layout: list[SlotLayout], num_types: int) -> None:
+        sizes = [len(entry[2]) for entry in layout]
+        self.start = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64).tolist()
+        self.index = (np.concatenate([entry[5] for entry in layout]) if layout
+                      else _NO_SLOTS)
+        self.kind = np.repeat(np.array([entry[1] for entry in layout], dtype=np.int64),
+                              sizes)
+        n = len(self.index)
+        self.held = np.zeros(n)
+        self.fin = np.zeros(n, dtype=bool)
+        self.fresh = np.zeros(n, dtype=bool)
+        self.busy = np.zeros(num_types)  # per type, scratch
+
+    def advance(self, kernel: Any, cols: _Progress, jobs: list[JobState],
+                layout: list[SlotLayout], now: float, length: float, round_index: int,
+                eager: bool, done_now: list[int], done_end: list[float],
+                busy: dict[str, float], runs: list[RunRecord] | None) -> tuple[IntArray, float]:
+        """The round's moves and progress (the per-type numpy block of :func:`run_arrays`,
+        compiled); appends the finished slots and their end times; returns the slots that go
+        on and the latest end time of a finished gang (``now`` if none)."""
+        overhead = np.zeros(len(self.index))
+        for (acc, _, slots, masks, moved, _), first in zip(layout, self.start, strict=False):
+            if moved:  # new GPUs: a migration, unless it is the job's first start
+                at = np.asarray(moved, dtype=np.int64) + first
+                overhead[at] = cols.move(jobs, slots, moved, masks, acc, length, eager)
+        view = cols.view
+        finished = kernel.advance(
+            self.index, self.kind, overhead, length, round_index, FINISH_TOLERANCE, cols.thr,
+            cols.total, cols.done, cols.time_on, cols.executed, cols.attained, cols.rounds_run,
+            view.last_round, view.last_type, view.scale, cols.started, self.held, self.fin,
+            self.fresh, self.busy)
+        part = self.busy.tolist()
+        for acc, k, *_ in layout:
+            busy[acc] += part[k]  # in gang order, as engine._run adds
+        if self.fresh.any():
+            for slot in self.index[self.fresh].tolist():
+                jobs[slot].start_time = now
+        end = now + self.held
+        last_end = now
+        if finished:
+            fin_at = np.flatnonzero(self.fin)
+            ends = end[fin_at].tolist()
+            done_now.extend(self.index[fin_at].tolist())
+            done_end.extend(ends)
+            last_end = max(last_end, max(ends))
+            still = self.index[~self.fin]
+        else:
+            still = self.index
+        if runs is not None:
+            round_end = now + length
+            ends_all = end.tolist()
+            fin_all = self.fin.tolist()
+            for (acc, _, slots, masks, _, _), first in zip(layout, self.start, strict=False):
+                for i, (slot, mask) in enumerate(zip(slots, masks, strict=True)):
+                    runs.append(RunRecord(jobs[slot].id, acc, mask, None,
+                                          float(overhead[first + i]),
+                                          ends_all[first + i] if fin_all[first + i]
+                                          else round_end))
+        return still, last_end
+
+
+def _advance_by_type(cols: _Progress, jobs: list[JobState], layout: list[SlotLayout],
+                     now: float, length: float, round_index: int, eager: bool,
+                     done_now: list[int], done_end: list[float], busy: dict[str, float],
+                     runs: list[RunRecord] | None) -> tuple[IntArray, float]:
+    """:meth:`_FlatLayout.advance` as numpy operations, type by type (when numba is missing;
+    the reference the compiled step is tested against): the same floating-point operations
+    on the same operands, so the same values."""
+    view = cols.view
+    thr_a, total_a, done_a, time_on_a = cols.thr, cols.total, cols.done, cols.time_on
+    executed_a, attained_a, rounds_a, started_a = (cols.executed, cols.attained,
+                                                   cols.rounds_run, cols.started)
+    scale_a, last_round_a, last_type_a = view.scale, view.last_round, view.last_type
+    ftol = FINISH_TOLERANCE
+    last_end = now
+    round_end = now + length
+    still_parts: list[IntArray] = []  # per type: the slots that ran and go on
+    for acc, k, slots, masks, moved, index in layout:
+        overhead = np.zeros(len(slots))
+        if moved:  # new GPUs: a migration, unless it is the job's first start
+            overhead[moved] = cols.move(jobs, slots, moved, masks, acc, length, eager)
+        thr = thr_a[index, k]
+        steps = thr * (length - overhead)  # (L - 0.0) is L: the kept-placement case too
+        total_steps = total_a[index]
+        left = total_steps - done_a[index]
+        fin = left - steps <= ftol * total_steps
+        held = np.where(fin, np.minimum(overhead + left / thr, length), length)
+        done_a[index] = np.where(fin, total_steps, done_a[index] + steps)
+        time_on_a[index, k] += held
+        executed_a[index] += held
+        gpu = held * scale_a[index]
+        attained_a[index] += gpu
+        rounds_a[index] += 1
+        last_round_a[index] = round_index
+        last_type_a[index] = k
+        busy[acc] += float(np.cumsum(gpu)[-1])  # in gang order, as engine._run adds
+        fresh = np.flatnonzero(~started_a[index])
+        if len(fresh):
+            started_a[index[fresh]] = True
+            for i in fresh.tolist():
+                jobs[slots[i]].start_time = now
+        end = now + held
+        if fin.any():
+            fin_at = np.flatnonzero(fin)
+            ends = end[fin_at].tolist()
+            done_now.extend(index[fin_at].tolist())
+            done_end.extend(ends)
+            last_end = max(last_end, max(ends))
+            still_parts.append(index[~fin])
+        else:
+            still_parts.append(index)
+        if runs is not None:
+            ends_all = end.tolist()
+            for i, (slot, mask) in enumerate(zip(slots, masks, strict=True)):
+                runs.append(RunRecord(jobs[slot].id, acc, mask, None,
+                                      float(overhead[i]), ends_all[i] if fin[i]
+                                      else round_end))
+    still = (still_parts[0] if len(still_parts) == 1 else
+             np.concatenate(still_parts) if still_parts else _NO_SLOTS)
+    return still, last_end
+
+
 def run_arrays(
     pending: deque[JobState],
     cluster: Cluster,
@@ -310,7 +457,12 @@ def run_arrays(
     forget: list[int] = []  # slots of the jobs that finished in the round just simulated
     repeat_layout: list[SlotLayout] | None = None
     repeat_of: list[Assignment] = []
+    # the last plan when it was a SlotPlan: a policy handing back that very object promises it
+    # unchanged (FIFO at a fixed point), and the comparison with ``repeat_of`` is skipped
+    repeat_plan: SlotPlan | None = None
     repeat_version = -1
+    kernel = progress_kernel()
+    flat: _FlatLayout | None = None  # the layout's gangs as flat arrays (compiled step)
     now = pending[0].arrival if pending else 0.0
     round_index = 0
     version = 0
@@ -328,7 +480,6 @@ def run_arrays(
     time_on_a = cols.time_on
     rounds_a = cols.rounds_run
     thr_a = cols.thr
-    started_a = cols.started
     capacity = np.array([counts[k] for k in types], dtype=np.int64)
     placement = Placement(types, placers, view.last_type, cols.mask)
     seen = np.zeros(total, dtype=np.int64)  # scratch of _plan_groups
@@ -336,7 +487,6 @@ def run_arrays(
     fit_a = np.zeros((total, len(types)), dtype=bool)
     scale_a = view.scale
     last_round_a = view.last_round
-    last_type_a = view.last_type
 
     while True:
         arrived = False
@@ -386,11 +536,14 @@ def run_arrays(
         decision = policy.decide(state)
         decide_s += time.perf_counter() - t0
         runs: list[RunRecord] | None = [] if keep_runs else None
-        if repeat_layout is not None and version == repeat_version and decision == repeat_of:
+        if repeat_layout is not None and version == repeat_version and (
+                (decision is repeat_plan and isinstance(decision, SlotPlan))
+                or decision == repeat_of):
             # the last round's plan again under the same job set: same checks, same GPUs
             layout: list[SlotLayout] = [(acc, k, slots, masks, [], index)
                                         for acc, k, slots, masks, _, index in repeat_layout]
         else:
+            flat = None  # a new layout: its flat form is made when the round runs
             groups = None
             if isinstance(decision, SlotPlan):
                 groups = _plan_groups(decision, admitted, gone, fit_a, scale_a, capacity,
@@ -404,59 +557,26 @@ def run_arrays(
                                            "the array path cannot run")
             layout = found
             repeat_of = list(decision)
+            repeat_plan = decision if isinstance(decision, SlotPlan) else None
         repeat_layout = layout
         repeat_version = version
         if forget:  # jobs finished in the previous round: no placement reads their GPUs now
             placement.forget(forget)
             forget = []
 
-        still_parts: list[IntArray] = []  # per type: the slots that ran and go on
         done_now: list[int] = []
         done_end: list[float] = []
         last_end = now
         round_end = now + length
-        for acc, k, slots, masks, moved, index in layout:
-            overhead = np.zeros(len(slots))
-            if moved:  # new GPUs: a migration, unless it is the job's first start
-                overhead[moved] = cols.move(jobs, slots, moved, masks, acc, length, reads)
-            thr = thr_a[index, k]
-            steps = thr * (length - overhead)  # (L - 0.0) is L: the kept-placement case too
-            total_steps = total_a[index]
-            left = total_steps - done_a[index]
-            fin = left - steps <= ftol * total_steps
-            held = np.where(fin, np.minimum(overhead + left / thr, length), length)
-            done_a[index] = np.where(fin, total_steps, done_a[index] + steps)
-            time_on_a[index, k] += held
-            executed_a[index] += held
-            gpu = held * scale_a[index]
-            attained_a[index] += gpu
-            rounds_a[index] += 1
-            last_round_a[index] = round_index
-            last_type_a[index] = k
-            busy[acc] += float(np.cumsum(gpu)[-1])  # in gang order, as engine._run adds
-            fresh = np.flatnonzero(~started_a[index])
-            if len(fresh):
-                started_a[index[fresh]] = True
-                for i in fresh.tolist():
-                    jobs[slots[i]].start_time = now
-            end = now + held
-            if fin.any():
-                fin_at = np.flatnonzero(fin)
-                ends = end[fin_at].tolist()
-                done_now.extend(index[fin_at].tolist())
-                done_end.extend(ends)
-                last_end = max(last_end, max(ends))
-                still_parts.append(index[~fin])
-            else:
-                still_parts.append(index)
-            if runs is not None:
-                ends_all = end.tolist()
-                for i, (slot, mask) in enumerate(zip(slots, masks, strict=True)):
-                    runs.append(RunRecord(jobs[slot].id, acc, mask, None,
-                                          float(overhead[i]), ends_all[i] if fin[i]
-                                          else round_end))
-        still = (still_parts[0] if len(still_parts) == 1 else
-                 np.concatenate(still_parts) if still_parts else _NO_SLOTS)
+        if kernel is not None:
+            if flat is None:
+                flat = _FlatLayout(layout, len(types))
+            still, last_end = flat.advance(
+                kernel, cols, jobs, layout, now, length, round_index, reads, done_now,
+                done_end, busy, runs)
+        else:
+            still, last_end = _advance_by_type(cols, jobs, layout, now, length, round_index,
+                                               reads, done_now, done_end, busy, runs)
         if reads:  # the policy reads progress: its JobStates follow every round
             still_list = still.tolist()
             cols.write_back([jobs[s] for s in still_list], still_list, full=False)
@@ -503,6 +623,7 @@ def run_arrays(
             job_of[ordered] = None
             version += 1
             repeat_layout = None
+            repeat_plan = None
             # nothing of this round may keep a finished job alive (the loop's names too)
             state = decision = None  # type: ignore[assignment]
             done_jobs = []
@@ -523,6 +644,29 @@ def run_arrays(
         if progress is not None:
             progress(Progress(round_index, now, len(active_index), finished_count, total,
                               job_rounds))
+        if (flat is not None and ran and not done_now and runs is None and not reads
+                and isinstance(decision, SlotPlan) and decision.on_repeat is not None):
+            # a fixed point, and nothing finished: the same plan on the same GPUs until a job
+            # arrives or a gang would finish -- those rounds in one compiled loop
+            busy_a = np.array([busy[acc] for acc in types])
+            quiet, quiet_now = kernel.advance_quiet(
+                flat.index, flat.kind, length, now, round_index,
+                max_rounds if max_rounds is not None else _NO_STOP,
+                pending[0].arrival if pending else math.inf, ftol, thr_a, total_a, done_a,
+                time_on_a, executed_a, attained_a, rounds_a, last_round_a, scale_a, busy_a,
+                flat.busy)
+            if quiet:
+                for acc, value in zip(types, busy_a.tolist(), strict=True):
+                    busy[acc] = value
+                decision.on_repeat(quiet, round_index + quiet - 1)
+                for _ in range(quiet):
+                    job_rounds += ran
+                    now += length
+                    round_index += 1
+                    if progress is not None:
+                        progress(Progress(round_index, now, len(active_index), finished_count,
+                                          total, job_rounds))
+                assert now == quiet_now
 
     wall = time.perf_counter() - wall0
     if lagging:
