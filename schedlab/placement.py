@@ -161,8 +161,8 @@ class PoolPlacer:
             return masks, rest, free
         return masks, rest, self.place_rest(gangs, masks, rest, free)
 
-    def place_rest(self, gangs: Sequence[int] | Mapping[int, int], masks: list[int],
-                   rest: list[int], free: int) -> int:
+    def place_rest(self, gangs: Sequence[int] | Mapping[int, int],
+                   masks: list[int] | dict[int, int], rest: list[int], free: int) -> int:
         """The second step of :meth:`place`: gangs ``rest`` (indices in plan order, sorted
         here largest first, stably) get ``masks[i]`` by the packing rule from ``free``;
         returns the mask left free.  ``gangs[i]`` is gang i's size."""

@@ -63,11 +63,14 @@ _NONE = np.zeros(0, dtype=np.int64)
 #: cost more than that).
 _FEW = 16  # the GPU ids of a gang that holds none
 
+#: GPU masks of a type's gangs by position in plan order: every gang's (a list), or only
+#: those of the gangs that moved (a dict; the others hold what ``Placement.mask`` holds).
+Masks = list[int] | dict[int, int]
 #: One accelerator type of a round as placed: (type, its index, slots of its gangs in plan
-#: order, GPU mask of each gang, the positions of the gangs whose mask differs from the one
-#: they held there the last time they ran there, or that had not run there, the slots as an
-#: array).
-SlotLayout = tuple[str, int, list[int], list[int], list[int], IntArray]
+#: order, their GPU masks (at least the moved gangs'), the positions of the gangs whose mask
+#: differs from the one they held there the last time they ran there, or that had not run
+#: there, the slots as an array).
+SlotLayout = tuple[str, int, list[int], Masks, list[int], IntArray]
 
 
 class Placement:
@@ -296,7 +299,7 @@ class _RunPlacement:
         return out
 
     def place(self, slots: list[int], index: IntArray, here: BoolArray, kept: BoolArray,
-              left: IntArray) -> tuple[list[int], list[int]]:
+              left: IntArray) -> tuple[Masks, list[int]]:
         owner = self.owner
         mask = owner.mask
         scale = owner.scale
@@ -334,7 +337,7 @@ class _RunPlacement:
             # take them (some of those GPUs were the lost gangs')
             self._set(index[kept & ~sticky], True)
             self._set(index[older[sticky[older]]], False)
-        masks: list[int] = mask[index].tolist()
+        masks: dict[int, int] = {}  # the moved gangs' only: the sticky ones keep ``mask``
         rest = np.flatnonzero(~sticky)
         if len(rest) > _FEW:
             self._place_rest(rest, index, masks, self.free)
@@ -342,7 +345,7 @@ class _RunPlacement:
             self._place_few(rest, index, masks)
         return masks, rest.tolist()
 
-    def _place_few(self, rest: IntArray, index: IntArray, masks: list[int]) -> None:
+    def _place_few(self, rest: IntArray, index: IntArray, masks: dict[int, int]) -> None:
         """:meth:`_place_rest` by :meth:`PoolPlacer.place_rest` (the same rule) for a few
         gangs: the free array as a bit mask and back."""
         owner = self.owner
@@ -356,7 +359,7 @@ class _RunPlacement:
         self.free = np.unpackbits(raw, bitorder="little")[:self.count].astype(bool)
         owner._new_masks.extend((int(index[i]), masks[i]) for i in order)
 
-    def _place_rest(self, rest: IntArray, index: IntArray, masks: list[int],
+    def _place_rest(self, rest: IntArray, index: IntArray, masks: dict[int, int],
                     free: BoolArray) -> None:
         """Gangs ``rest`` (plan positions) by size, largest first, ties in plan order: the
         lowest run of their size, else the lowest free GPUs (module docstring); writes

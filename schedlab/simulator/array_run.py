@@ -59,7 +59,7 @@ from schedlab.policies.state import (
     JobState,
     SlotPlan,
 )
-from schedlab.simulator.array_placement import Placement, SlotLayout
+from schedlab.simulator.array_placement import Masks, Placement, SlotLayout
 from schedlab.simulator.engine import (
     FINISH_TOLERANCE,
     InvalidDecisionError,
@@ -140,7 +140,7 @@ class _Progress:
         self.mask[slot] = ids_mask(js.last_gpu_ids or ())
 
     def move(self, jobs: list[JobState], slots: list[int], moved: list[int],
-             masks: list[int], acc: str, length: float, eager: bool) -> FloatArray:
+             masks: Masks, acc: str, length: float, eager: bool) -> FloatArray:
         """The gangs at positions ``moved`` of ``slots`` run on new GPUs ``masks[i]`` of
         ``acc``: returns their switch overheads, min(o_j, L) for a job that ran before (a
         migration) and 0 at its first start, as ``engine._move``; counts the migrations and
@@ -334,9 +334,10 @@ class _FlatLayout:
             round_end = now + length
             ends_all = end.tolist()
             fin_all = self.fin.tolist()
-            for (acc, _, slots, masks, _, _), first in zip(layout, self.start, strict=False):
-                for i, (slot, mask) in enumerate(zip(slots, masks, strict=True)):
-                    runs.append(RunRecord(jobs[slot].id, acc, mask, None,
+            held_by = cols.mask  # every gang's GPUs, the moved ones' set above
+            for (acc, _, slots, _, _, _), first in zip(layout, self.start, strict=False):
+                for i, slot in enumerate(slots):
+                    runs.append(RunRecord(jobs[slot].id, acc, held_by[slot], None,
                                           float(overhead[first + i]),
                                           ends_all[first + i] if fin_all[first + i]
                                           else round_end))
@@ -395,8 +396,8 @@ def _advance_by_type(cols: _Progress, jobs: list[JobState], layout: list[SlotLay
             still_parts.append(index)
         if runs is not None:
             ends_all = end.tolist()
-            for i, (slot, mask) in enumerate(zip(slots, masks, strict=True)):
-                runs.append(RunRecord(jobs[slot].id, acc, mask, None,
+            for i, slot in enumerate(slots):  # every gang's GPUs: the moved ones' set above
+                runs.append(RunRecord(jobs[slot].id, acc, cols.mask[slot], None,
                                       float(overhead[i]), ends_all[i] if fin[i]
                                       else round_end))
     still = (still_parts[0] if len(still_parts) == 1 else
