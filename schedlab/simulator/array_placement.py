@@ -42,6 +42,7 @@ places with it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import reduce
 from operator import or_, xor
 
@@ -70,7 +71,7 @@ Masks = list[int] | dict[int, int]
 #: order, their GPU masks (at least the moved gangs'), the positions of the gangs whose mask
 #: differs from the one they held there the last time they ran there, or that had not run
 #: there, the slots as an array).
-SlotLayout = tuple[str, int, list[int], Masks, list[int], IntArray]
+SlotLayout = tuple[str, int, list[int] | IntArray, Masks, list[int], IntArray]
 
 
 class Placement:
@@ -126,17 +127,19 @@ class Placement:
         if not one_run:
             self.ids_of[slot] = np.array(mask_ids(mask), dtype=np.int64)
 
-    def layout(self, groups: list[list[int]]) -> list[SlotLayout]:
+    def layout(self, groups: Sequence[list[int] | IntArray]) -> list[SlotLayout]:
         """Masks for every type's gangs (types without gangs left out), and the positions of
-        the gangs whose mask changed (they move, or start); becomes the previous round."""
+        the gangs whose mask changed (they move, or start); becomes the previous round.
+        ``groups[k]``: the slots placed on type k, in plan order (a list or an array; the
+        layout's slots are then the same object)."""
         out: list[SlotLayout] = []
         for k, slots in enumerate(groups):
             pool = self.pools[k]
-            if not slots:
+            if not len(slots):
                 self.last_slots[k] = np.zeros(0, dtype=np.int64)
                 pool.clear()
                 continue
-            index = np.array(slots, dtype=np.int64)
+            index = np.asarray(slots, dtype=np.int64)
             here = self.last_type[index] == k
             before = self.last_slots[k]
             mark = self._mark  # all False between calls
@@ -178,8 +181,10 @@ class _BitPlacement:
     def clear(self) -> None:
         self.union = 0
 
-    def place(self, slots: list[int], index: IntArray, here: BoolArray, kept: BoolArray,
-              left: IntArray) -> tuple[list[int], list[int]]:
+    def place(self, slots: list[int] | IntArray, index: IntArray, here: BoolArray,
+              kept: BoolArray, left: IntArray) -> tuple[list[int], list[int]]:
+        if not isinstance(slots, list):
+            slots = slots.tolist()  # the walk below reads them one by one
         owner = self.owner
         placer = self.placer
         mask = owner.mask
@@ -298,8 +303,8 @@ class _RunPlacement:
                 out[np.flatnonzero(~one_run)[some]] = hits > 0
         return out
 
-    def place(self, slots: list[int], index: IntArray, here: BoolArray, kept: BoolArray,
-              left: IntArray) -> tuple[Masks, list[int]]:
+    def place(self, slots: list[int] | IntArray, index: IntArray, here: BoolArray,
+              kept: BoolArray, left: IntArray) -> tuple[Masks, list[int]]:
         owner = self.owner
         mask = owner.mask
         scale = owner.scale

@@ -139,7 +139,7 @@ class _Progress:
         self.migrations[slot] = js.migrations
         self.mask[slot] = ids_mask(js.last_gpu_ids or ())
 
-    def move(self, jobs: list[JobState], slots: list[int], moved: list[int],
+    def move(self, jobs: list[JobState], slots: list[int] | IntArray, moved: list[int],
              masks: Masks, acc: str, length: float, eager: bool) -> FloatArray:
         """The gangs at positions ``moved`` of ``slots`` run on new GPUs ``masks[i]`` of
         ``acc``: returns their switch overheads, min(o_j, L) for a job that ran before (a
@@ -230,19 +230,19 @@ def _plan_groups(
     scale: IntArray,
     capacity: IntArray,
     seen: IntArray,
-) -> list[list[int]] | None:
+) -> list[IntArray] | None:
     """The slots of a :class:`~schedlab.policies.state.SlotPlan` per type index, in plan
     order, after the checks of :func:`_slot_layout` done on its arrays: each slot an active
     job's, named once, on a type where it may run alone (``fit[slot, k]``), no pool
     over-committed.  None when a check fails or the arrays do not match the plan's length
     (the caller then reads the Assignments).  ``seen`` is scratch space, one entry per slot."""
-    slots = np.asarray(plan.slots)
+    slots = np.asarray(plan.slots, dtype=np.int64)
     kinds = np.asarray(plan.types)
     num_types = len(capacity)
     if len(slots) != len(plan) or len(kinds) != len(plan):
         return None
     if not len(slots):
-        return [[] for _ in range(num_types)]
+        return [_NO_SLOTS] * num_types
     if (slots.min() < 0 or slots.max() >= admitted or kinds.min() < 0
             or kinds.max() >= num_types):
         return None
@@ -256,8 +256,8 @@ def _plan_groups(
     if (used > capacity).any():
         return None
     if num_types == 1:
-        return [slots.tolist()]
-    return [slots[kinds == k].tolist() for k in range(num_types)]
+        return [slots]
+    return [slots[kinds == k] for k in range(num_types)]
 
 
 def progress_kernel() -> Any:
@@ -545,7 +545,7 @@ def run_arrays(
                                         for acc, k, slots, masks, _, index in repeat_layout]
         else:
             flat = None  # a new layout: its flat form is made when the round runs
-            groups = None
+            groups: Sequence[list[int] | IntArray] | None = None
             if isinstance(decision, SlotPlan):
                 groups = _plan_groups(decision, admitted, gone, fit_a, scale_a, capacity,
                                       seen)
