@@ -486,3 +486,21 @@ def test_conservation_on_random_workloads(
     assert total_gpu_s >= total_work * (1 - 1e-9)
     busy = sum(result.busy_gpu_seconds().values())
     assert busy == pytest.approx(total_gpu_s, rel=1e-9)
+
+
+def test_job_table_by_column_equals_the_rows() -> None:
+    """``to_dataframe`` builds the table column by column; the frame pandas makes from one
+    dict per row (:func:`job_row`) is the same, NaNs of an unfinished job and a type a job
+    never ran on included."""
+    import pandas as pd
+
+    from schedlab.simulator.result import job_columns, job_row
+
+    result = simulate([job("A", 720, k80=1.0), job("B", 3600, k80=1.0, v100=2.0)],
+                      cluster(k80=1, v100=1), InOrder(["A", "B"]), round_s=360.0,
+                      max_rounds=2)
+    rows = pd.DataFrame([job_row(j, result.gpus) for j in result.jobs],
+                        columns=job_columns(result.gpus))
+    frame = result.to_dataframe()
+    assert frame["finish"].isna().any()
+    pd.testing.assert_frame_equal(frame, rows)

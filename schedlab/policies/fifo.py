@@ -265,6 +265,8 @@ class Fifo(Policy):
         # array path: a plan that kept every running job and started none, with the columns,
         # job-set version and round it was made for (:meth:`_plan`)
         self._fixed: tuple[ActiveArrays, int, int, SlotPlan] | None = None
+        # array path: slot -> (its last type, its type preference) of waiting jobs walked
+        self._preferences: dict[int, tuple[str | None, list[str]]] = {}
 
     def reset(self) -> None:
         """Forget the previous run: counters, the type-blind FIFO's job -> type map, arrival
@@ -337,6 +339,7 @@ class Fifo(Policy):
         if arrays is not self._arrays_of or len(self._made) < len(arrays.arrival):
             if arrays is not self._arrays_of:  # a new run: slots start again
                 self._arrays_of = arrays
+                self._preferences = {}
                 self._made = np.empty(0, dtype=object)
                 self._made_type = np.zeros(0, dtype=np.int64)
             grow = len(arrays.arrival) - len(self._made)
@@ -394,10 +397,21 @@ class Fifo(Policy):
                     slot_of[job.id] = slot
                     yield job
 
+        cache = self._preferences
+
         def preference(job: JobState) -> list[str]:
-            return type_preference(job, state, heterogeneity_aware=True)
+            # a waiting job's preference changes only with its last type: made once
+            slot = slot_of[job.id]
+            known = cache.get(slot)
+            if known is not None and known[0] == job.last_accelerator:
+                return known[1]
+            best = type_preference(job, state, heterogeneity_aware=True)
+            cache[slot] = (job.last_accelerator, best)
+            return best
 
         started = place_in_order(walk(), free, preference, backfill=self.backfill)
+        for a in started:  # running now: kept while it runs, its preference not needed
+            cache.pop(slot_of[a.job], None)
         if not started:
             return self._plan(state, arrays, fits_all, SlotPlan(out, plan_slots, plan_types))
         index = {k: n for n, k in enumerate(types)}
