@@ -76,6 +76,23 @@ def test_fifo_array_path_equals_the_reference(jobs: list[JobState], round_s: flo
     assert fast.num_job_rounds == slow.num_job_rounds
 
 
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jobs=workloads(), round_s=st.sampled_from([60.0, 360.0]), backfill=st.booleans(),
+       engine=st.sampled_from(["arrays", "reference"]))
+def test_fifo_queue_between_rounds_equals_the_reference(jobs: list[JobState], round_s: float,
+                                                        backfill: bool, engine: str) -> None:
+    """FIFO's queue kept between rounds (``schedlab.policies.fifo_queue``), strict FIFO
+    included, on pools small enough that jobs wait and start round after round: the same
+    runs as FIFO walking the JobStates."""
+    cluster = pools(v100=4, k80=4)
+    fast = simulate(jobs, cluster, Fifo(backfill=backfill), round_s=round_s,
+                    engine=engine)  # type: ignore[arg-type]
+    slow = simulate(jobs, cluster, without_arrays(Fifo(backfill=backfill)), round_s=round_s,
+                    engine=engine)  # type: ignore[arg-type]
+    assert_same_records(fast.jobs, slow.jobs)
+    assert (fast.num_rounds, fast.num_job_rounds) == (slow.num_rounds, slow.num_job_rounds)
+
+
 def test_arrays_match_the_job_states() -> None:
     """Every round, the columns a policy is handed equal what its JobStates say."""
     seen: list[int] = []

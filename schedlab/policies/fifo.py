@@ -18,6 +18,7 @@ not performance knowledge.
 from __future__ import annotations
 
 import logging
+import math
 import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import pairwise
@@ -29,9 +30,13 @@ import numpy.typing as npt
 from schedlab.errors import InputError
 from schedlab.formulations.gavel.rounds import GavelRoundState
 from schedlab.policies.base import Policy
+from schedlab.policies.fifo_queue import FifoQueue
 from schedlab.policies.state import ActiveArrays, Assignment, ClusterState, JobState, SlotPlan
 
 logger = logging.getLogger(__name__)
+
+IntArray = npt.NDArray[np.int64]
+_NO_SLOTS = np.zeros(0, dtype=np.int64)
 
 #: ``preference(job) -> accelerator types to try, best first``.
 Preference = Callable[[JobState], list[str]]
@@ -254,6 +259,7 @@ class Fifo(Policy):
         self._made: npt.NDArray[np.object_] = np.empty(0, dtype=object)
         self._made_type: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)  # -1: none
         self._forget_admission_order()
+        self._forget_rounds()
 
     def _forget_admission_order(self) -> None:
         # array path: whether every slot admitted so far came (arrival, id)-after the one
@@ -262,11 +268,14 @@ class Fifo(Policy):
         self._order_checked = -1  # the last slot checked
         self._order_last: tuple[float, str] | None = None  # its (arrival, id)
         self._order_holds = True
+
+    def _forget_rounds(self) -> None:
         # array path: a plan that kept every running job and started none, with the columns,
         # job-set version and round it was made for (:meth:`_plan`)
         self._fixed: tuple[ActiveArrays, int, int, SlotPlan] | None = None
-        # array path: slot -> (its last type, its type preference) of waiting jobs walked
-        self._preferences: dict[int, tuple[str | None, list[str]]] = {}
+        # array path: (throughput per cluster type, last type) -> type preference
+        self._preferences: dict[tuple[tuple[float, ...], str | None], list[str]] = {}
+        self._queue: FifoQueue | None = None  # array path: running and waiting between rounds
 
     def reset(self) -> None:
         """Forget the previous run: counters, the type-blind FIFO's job -> type map, arrival
@@ -280,6 +289,7 @@ class Fifo(Policy):
         self._made = np.empty(0, dtype=object)
         self._made_type = np.zeros(0, dtype=np.int64)
         self._forget_admission_order()
+        self._forget_rounds()
 
     def decide(self, state: ClusterState) -> list[Assignment]:
         """Keep the running jobs, then start waiting jobs in arrival order."""
@@ -318,8 +328,23 @@ class Fifo(Policy):
             # job failed to fit the same free GPUs -- the same plan (the same object: the
             # simulator then skips comparing it with the last one)
             self._fixed = (arrays, fixed[1], state.round_index, fixed[3])
+            if self._queue is not None:
+                self._queue.round_index = state.round_index
             return fixed[3]
         self._fixed = None
+        queue = self._queue
+        if (queue is not None and queue.arrays is arrays
+                and queue.round_index == state.round_index - 1):
+            plan = self._decide_from_queue(state, arrays, queue)
+            if plan is not None:
+                return plan
+        plan, in_order = self._decide_full(state, arrays)
+        self._restart_queue(state, arrays, plan, in_order)
+        return plan
+
+    def _decide_full(self, state: ClusterState, arrays: ActiveArrays) -> tuple[SlotPlan, bool]:
+        """:meth:`_decide_arrays` from scratch, over every active job; also whether the
+        active order was (arrival, id) order (no sort was needed)."""
         rows = arrays.rows
         active = state.active
         arrival = arrays.arrival[rows]
@@ -336,18 +361,7 @@ class Fifo(Policy):
         running = (arrays.last_round[rows] >= state.round_index - 1) & (last_type >= 0)
         run_at = np.flatnonzero(running)
         free = FreeGpus(state)
-        if arrays is not self._arrays_of or len(self._made) < len(arrays.arrival):
-            if arrays is not self._arrays_of:  # a new run: slots start again
-                self._arrays_of = arrays
-                self._preferences = {}
-                self._made = np.empty(0, dtype=object)
-                self._made_type = np.zeros(0, dtype=np.int64)
-            grow = len(arrays.arrival) - len(self._made)
-            self._made = np.concatenate([self._made, np.full(grow, None, dtype=object)])
-            self._made_type = np.concatenate([self._made_type,
-                                              np.full(grow, -1, dtype=np.int64)])
-        made = self._made
-        made_type = self._made_type
+        made, made_type = self._made_for(arrays)
         run_type = last_type[run_at]
         run_slots = rows[run_at]
         used = np.bincount(run_type, weights=scale[run_at], minlength=len(types))
@@ -378,7 +392,8 @@ class Fifo(Policy):
         plan_types = run_type if fits_all else run_type[kept]
         most = max(free.free.values(), default=0)
         if most == 0:
-            return self._plan(state, arrays, fits_all, SlotPlan(out, plan_slots, plan_types))
+            return (self._plan(state, arrays, fits_all, SlotPlan(out, plan_slots, plan_types)),
+                    order is None)
         waiting_mask = ~running
         waiting_mask[run_at[~kept]] = True
         if self.backfill:
@@ -397,30 +412,121 @@ class Fifo(Policy):
                     slot_of[job.id] = slot
                     yield job
 
-        cache = self._preferences
-
         def preference(job: JobState) -> list[str]:
-            # a waiting job's preference changes only with its last type: made once
-            slot = slot_of[job.id]
-            known = cache.get(slot)
-            if known is not None and known[0] == job.last_accelerator:
-                return known[1]
-            best = type_preference(job, state, heterogeneity_aware=True)
-            cache[slot] = (job.last_accelerator, best)
-            return best
+            return self._preference_of(state, job)
 
         started = place_in_order(walk(), free, preference, backfill=self.backfill)
-        for a in started:  # running now: kept while it runs, its preference not needed
-            cache.pop(slot_of[a.job], None)
         if not started:
-            return self._plan(state, arrays, fits_all, SlotPlan(out, plan_slots, plan_types))
+            return (self._plan(state, arrays, fits_all, SlotPlan(out, plan_slots, plan_types)),
+                    order is None)
         index = {k: n for n, k in enumerate(types)}
         return SlotPlan(
             out + started,
             np.concatenate([plan_slots, np.array([slot_of[a.job] for a in started],
                                                  dtype=np.int64)]),
             np.concatenate([plan_types, np.array([index[a.accelerator] for a in started],
-                                                 dtype=np.int64)]))
+                                                 dtype=np.int64)])), order is None
+
+    def _made_for(self, arrays: ActiveArrays) -> tuple[npt.NDArray[np.object_], IntArray]:
+        """The Assignment made for each slot (kept while its job keeps its type) and that
+        type's index (-1: none yet), grown to the run's slots."""
+        if arrays is not self._arrays_of or len(self._made) < len(arrays.arrival):
+            if arrays is not self._arrays_of:  # a new run: slots start again
+                self._arrays_of = arrays
+                self._preferences = {}
+                self._made = np.empty(0, dtype=object)
+                self._made_type = np.zeros(0, dtype=np.int64)
+            grow = len(arrays.arrival) - len(self._made)
+            self._made = np.concatenate([self._made, np.full(grow, None, dtype=object)])
+            self._made_type = np.concatenate([self._made_type,
+                                              np.full(grow, -1, dtype=np.int64)])
+        return self._made, self._made_type
+
+    def _preference_of(self, state: ClusterState, job: JobState) -> list[str]:
+        """:func:`type_preference` of a job, made once per (throughput on each cluster type,
+        last type): it depends on nothing else, and jobs of one model share it."""
+        key = (tuple([job.throughput.get(k, 0.0) for k in state.cluster.types]),
+               job.last_accelerator)
+        best = self._preferences.get(key)
+        if best is None:
+            best = self._preferences[key] = type_preference(job, state,
+                                                             heterogeneity_aware=True)
+        return best
+
+    def _restart_queue(self, state: ClusterState, arrays: ActiveArrays, plan: SlotPlan,
+                       in_order: bool) -> None:
+        """After a decision from scratch: the queue of the next round (none when the active
+        order was not (arrival, id) order)."""
+        rows = arrays.rows
+        if not in_order or not len(rows):
+            self._queue = None
+            return
+        queue = self._queue
+        if queue is None or queue.arrays is not arrays:
+            queue = self._queue = FifoQueue(arrays, len(arrays.arrival))
+        slots = np.asarray(plan.slots, dtype=np.int64)
+        waiting = np.ones(len(rows), dtype=bool)
+        waiting[np.searchsorted(rows, slots)] = False
+        queue.restart(state.round_index, slots, np.asarray(plan.types, dtype=np.int64),
+                      rows[waiting], int(rows[-1]))
+
+    def _decide_from_queue(self, state: ClusterState, arrays: ActiveArrays,
+                           queue: FifoQueue) -> SlotPlan | None:
+        """:meth:`_decide_full`'s plan from the queue of the round before (its module
+        docstring): O(running + jobs looked at + arrivals).  None when the queue cannot
+        decide this round (arrivals out of order, or a running gang that no longer fits)."""
+        rows = arrays.rows
+        new = queue.arrivals(rows)
+        if len(new):
+            arrival = arrays.arrival[new]
+            before = arrays.arrival[queue.seen] if queue.seen >= 0 else -math.inf
+            if not (arrival[0] > before and bool(np.all(arrival[1:] > arrival[:-1]))) and (
+                    not self._admitted_in_order(state.active, arrays)):
+                return None
+            queue.take_in(new)
+        running, running_types = queue.still_running(rows)
+        types = state.cluster.types
+        counts = np.array([state.cluster.accelerators[k].count for k in types])
+        used = np.bincount(running_types, weights=arrays.scale[running], minlength=len(types))
+        if bool(np.any(used > counts)):
+            return None
+        active = state.active
+
+        def job_of(slot: int) -> JobState:
+            job: JobState = active[int(np.searchsorted(rows, slot))]
+            return job
+
+        made, made_type = self._made_for(arrays)
+        stale = np.flatnonzero(made_type[running] != running_types)
+        for slot, k in zip(running[stale].tolist(), running_types[stale].tolist(),
+                           strict=True):  # started by a decision from scratch
+            made[slot] = Assignment(job_of(slot).id, types[k])
+            made_type[slot] = k
+        out: list[Assignment] = made[running].tolist()
+        free = FreeGpus(state)
+        for acc, n in zip(types, used.tolist(), strict=True):
+            free.free[acc] -= int(n)
+        if max(free.free.values(), default=0) == 0:
+            queue.hold(state.round_index, running, running_types, _NO_SLOTS, _NO_SLOTS)
+            return self._plan(state, arrays, True, SlotPlan(out, running, running_types))
+
+        def preference(slot: int) -> list[str]:
+            return self._preference_of(state, job_of(slot))
+
+        started, started_at = queue.walk(free.free, preference, job_of, self.backfill)
+        if not started:
+            queue.hold(state.round_index, running, running_types, _NO_SLOTS, _NO_SLOTS)
+            return self._plan(state, arrays, True, SlotPlan(out, running, running_types))
+        index = {k: n for n, k in enumerate(types)}
+        started_slots = np.array(started_at, dtype=np.int64)
+        started_types = np.array([index[a.accelerator] for a in started], dtype=np.int64)
+        for slot, k, assignment in zip(started_at, started_types.tolist(), started,
+                                       strict=True):
+            made[slot] = assignment  # kept while the job keeps its type
+            made_type[slot] = k
+        queue.hold(state.round_index, running, running_types, started_slots, started_types)
+        return SlotPlan(out + started, np.concatenate([running, started_slots]),
+                        np.concatenate([running_types, started_types]))
 
     def _plan(self, state: ClusterState, arrays: ActiveArrays, kept_all: bool,
               plan: SlotPlan) -> SlotPlan:
@@ -440,6 +546,8 @@ class Fifo(Policy):
             return
         self.decisions += rounds
         self._fixed = (fixed[0], fixed[1], last_round, fixed[3])
+        if self._queue is not None:
+            self._queue.round_index = last_round
 
     def _admitted_in_order(self, active: Sequence[JobState], arrays: ActiveArrays) -> bool:
         """Whether ``active`` is in (arrival, id) order although some arrivals tie (a trace

@@ -132,10 +132,10 @@ class ActiveArrays:
     reference and carry the same values.
 
     ``rows[i]`` is the *slot* of ``ClusterState.active[i]``: its index in the run's admission
-    order, fixed for the whole run.  The other arrays are indexed by slot (read a column of
-    the active jobs as ``column[rows]``); they are the simulator's own arrays, valid while
-    the round is decided (read them, never write them).  One object serves a whole run, so a
-    policy may key caches on its identity.
+    order, fixed for the whole run; ``rows`` ascends (the active jobs in admission order). The
+    other arrays are indexed by slot (read a column of the active jobs as ``column[rows]``);
+    they are the simulator's own arrays, valid while the round is decided (read them, never
+    write them). One object serves a whole run, so a policy may key caches on its identity.
     """
 
     rows: npt.NDArray[np.int64]  # slot of each active job, in the order of ``active``
