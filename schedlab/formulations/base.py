@@ -20,21 +20,22 @@ import functools
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import ClassVar, Literal, TypeVar
-
-import pyomo.environ as pyo
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from schedlab.errors import InputError
 from schedlab.instance import Instance
 from schedlab.solution import InstanceRef, Solution, Status, Timings, settle_status
 from schedlab.solvers import PersistentSolver, SolveResult, SolverOptions
 
+if TYPE_CHECKING:  # pyomo is imported by the formulations themselves, when one is built
+    import pyomo.environ as pyo
+
 #: Direction of a formulation's objective.
 ObjectiveSense = Literal["minimize", "maximize"]
 
 #: A user's addition to a model: called with the built model and the instance, it adds
 #: components (constraints, variables) in place.
-ModelExtension = Callable[[pyo.ConcreteModel, Instance], None]
+ModelExtension = Callable[[Any, Instance], None]  # (pyomo ConcreteModel, Instance)
 
 _F = TypeVar("_F", bound="Formulation")
 

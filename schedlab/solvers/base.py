@@ -7,13 +7,13 @@ import math
 import sys
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
-
-import pyomo.environ as pyo
-from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
+from typing import TYPE_CHECKING, Any, Literal
 
 from schedlab.errors import SolverError, SolverUnavailableError, UnknownNameError
 from schedlab.solution import Status
+
+if TYPE_CHECKING:  # pyomo is loaded when a model is solved, not when schedlab is imported
+    import pyomo.environ as pyo
 
 log = logging.getLogger(__name__)
 
@@ -200,6 +200,8 @@ class PersistentSolver:
         """Status in the project's vocabulary; the gap is always computed from the solver's
         bound (an LP proven optimal has bound = objective by duality).  ``optimal`` means
         "proven within the allowed gap" (``gap_tolerance``), which the gap shows."""
+        from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
+
         term = results.termination_condition
         sol_status = results.solution_status
         has_solution = sol_status in (SolutionStatus.optimal, SolutionStatus.feasible)
