@@ -31,7 +31,14 @@ from schedlab.errors import InputError
 from schedlab.formulations.gavel.rounds import GavelRoundState
 from schedlab.policies.base import Policy
 from schedlab.policies.fifo_queue import FifoQueue
-from schedlab.policies.state import ActiveArrays, Assignment, ClusterState, JobState, SlotPlan
+from schedlab.policies.state import (
+    ActiveArrays,
+    ActiveJobs,
+    Assignment,
+    ClusterState,
+    JobState,
+    SlotPlan,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -491,10 +498,13 @@ class Fifo(Policy):
         if bool(np.any(used > counts)):
             return None
         active = state.active
+        if isinstance(active, ActiveJobs):
+            job_of = active.at_slot
+        else:
 
-        def job_of(slot: int) -> JobState:
-            job: JobState = active[int(np.searchsorted(rows, slot))]
-            return job
+            def job_of(slot: int) -> JobState:
+                job: JobState = active[int(np.searchsorted(rows, slot))]
+                return job
 
         made, made_type = self._made_for(arrays)
         stale = np.flatnonzero(made_type[running] != running_types)
@@ -510,8 +520,8 @@ class Fifo(Policy):
             queue.hold(state.round_index, running, running_types, _NO_SLOTS, _NO_SLOTS)
             return self._plan(state, arrays, True, SlotPlan(out, running, running_types))
 
-        def preference(slot: int) -> list[str]:
-            return self._preference_of(state, job_of(slot))
+        def preference(job: JobState) -> list[str]:
+            return self._preference_of(state, job)
 
         started, started_at = queue.walk(free.free, preference, job_of, self.backfill)
         if not started:

@@ -90,16 +90,22 @@ class FifoQueue:
         running = self.running
         if not len(running):
             return running, self.running_types
-        at = np.minimum(np.searchsorted(rows, running), max(len(rows) - 1, 0))
-        alive = rows[at] == running if len(rows) else np.zeros(len(running), dtype=bool)
+        finished = self.arrays.finished
+        if finished is not None:
+            alive = ~finished[running]
+        elif len(rows):
+            at = np.minimum(np.searchsorted(rows, running), len(rows) - 1)
+            alive = rows[at] == running
+        else:
+            alive = np.zeros(len(running), dtype=bool)
         return running[alive], self.running_types[alive]
 
-    def walk(self, free: dict[str, int], preference: Callable[[int], list[str]],
+    def walk(self, free: dict[str, int], preference: Callable[[JobState], list[str]],
              job_of: Callable[[int], JobState], backfill: bool,
              ) -> tuple[list[Assignment], list[int]]:
         """Step 2 on the lists: (Assignments of the jobs started, their slots), in walk
-        order; ``free`` (GPUs per type) is taken from.  ``preference(slot)`` is the types to
-        try for the job of ``slot``, best first; ``job_of(slot)`` its JobState."""
+        order; ``free`` (GPUs per type) is taken from.  ``job_of(slot)`` is the JobState of
+        ``slot``, ``preference(job)`` the types to try for it, best first."""
         lists, heads, left = self.lists, self.heads, self.left
         started: list[Assignment] = []
         slots_started: list[int] = []
@@ -128,7 +134,8 @@ class FifoQueue:
             if best_size > most:  # (without backfill) the first waiting job fits nowhere
                 break
             chosen = None
-            for k in preference(best_slot):
+            job = job_of(best_slot)
+            for k in preference(job):
                 if free.get(k, 0) >= best_size:
                     chosen = k
                     break
@@ -138,7 +145,7 @@ class FifoQueue:
                 continue
             free[chosen] -= best_size
             left[best_slot] = True
-            started.append(Assignment(job_of(best_slot).id, chosen))
+            started.append(Assignment(job.id, chosen))
             slots_started.append(best_slot)
             most = max(free.values())
         for size, waiting in lists.items():  # a long list of started jobs: compact it

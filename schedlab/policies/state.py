@@ -147,6 +147,9 @@ class ActiveArrays:
     #: how many times the simulator changed a job's ``throughput`` (and bumped its
     #: ``throughput_version``) in this run so far: while it stays, no version moved
     throughput_changes: int = 0
+    #: by slot: the job has finished (None when the simulator does not keep it; a finished
+    #: slot is no longer in ``rows``)
+    finished: npt.NDArray[np.bool_] | None = None
 
     def __eq__(self, other: object) -> bool:
         """Equal columns (element by element) and counts: a copy taken before ``decide``
@@ -209,6 +212,11 @@ class ActiveJobs(Sequence[JobState]):
 
     def __len__(self) -> int:
         return len(self._rows)
+
+    def at_slot(self, slot: int) -> JobState:
+        """The active job of ``slot`` (``ActiveArrays.rows`` holds the slots), read directly."""
+        job: JobState = self._jobs[slot]
+        return job
 
     @overload
     def __getitem__(self, i: int) -> JobState: ...

@@ -449,6 +449,7 @@ def run_arrays(
     job_of = np.empty(total, dtype=object)  # by slot: its JobState (None once finished)
     active_index = np.zeros(0, dtype=np.int64)  # active_slots as an array
     gone = np.zeros(total, dtype=bool)  # finished, by slot
+    view.finished = gone
     by_id: dict[str, JobState] = {}
     finished: list[JobState] = []
     last_mask: dict[str, int] = {}
