@@ -132,7 +132,7 @@ def test_runs_with_and_without_the_kernel_are_identical(
                                        jobs_per_hour=24.0)
     kw = {"round_s": instance.params.round_s, "keep_rounds": False, "engine": "arrays"}
     compiled = simulate(instance, policy=get_policy(policy), **kw)
-    monkeypatch.setattr(array_run, "_KERNEL", False)  # the numpy step
+    monkeypatch.setattr(array_run, "_KERNEL", False)  # the numpy steps
     plain = simulate(instance, policy=get_policy(policy), **kw)
     assert _records(compiled) == _records(plain)
     assert compiled.busy_gpu_s == plain.busy_gpu_s
@@ -160,3 +160,57 @@ def test_fifo_rounds_run_without_asking_still_count_as_decisions(
     assert fast.decisions == slow.decisions == slow.num_rounds
     assert [(j.job, j.finish, j.rounds_run) for j in fast.jobs] == [
         (j.job, j.finish, j.rounds_run) for j in slow.jobs]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_plan_check_equals_the_numpy_check(seed: int) -> None:
+    """``plan_kernel.group_plan`` against ``array_run._plan_groups`` on random plans, valid
+    ones and ones broken each way (a slot named twice, finished, not admitted, a type where
+    the job cannot run, a type out of range, a pool over-committed)."""
+    from schedlab.policies.state import Assignment, SlotPlan
+    from schedlab.simulator import plan_kernel
+
+    rng = np.random.default_rng(seed)
+    slots_total, types = 50, 3
+    admitted = 45
+    gone = rng.random(slots_total) < 0.2
+    fit = rng.random((slots_total, types)) < 0.8
+    scale = rng.choice([1, 2, 4], slots_total).astype(np.int64)
+    capacity = np.array([20, 12, 30], dtype=np.int64)
+    outcomes = set()
+    for trial in range(200):
+        ok = np.flatnonzero(~gone[:admitted])
+        slots = rng.permutation(ok)[: rng.integers(0, 12)].astype(np.int64)
+        kinds = np.array([rng.choice(np.flatnonzero(fit[s])) if fit[s].any() else 0
+                          for s in slots], dtype=np.int64)
+        breakage = trial % 7
+        if len(slots) and breakage == 1:
+            slots[-1] = slots[0]
+        elif breakage == 2:
+            slots = np.append(slots, np.flatnonzero(gone)[0])
+            kinds = np.append(kinds, 0)
+        elif breakage == 3:
+            slots = np.append(slots, admitted + 1)
+            kinds = np.append(kinds, 0)
+        elif breakage == 4 and len(slots):
+            kinds[0] = rng.choice(np.flatnonzero(~fit[slots[0]])) if not fit[slots[0]].all() \
+                else types
+        elif breakage == 5 and len(slots):
+            kinds[0] = -1
+        elif breakage == 6:
+            capacity = np.array([2, 2, 2], dtype=np.int64)
+        plan = SlotPlan([Assignment(str(s), "x") for s in slots], slots, kinds)
+        numpy_groups = array_run._plan_groups(plan, admitted, gone, fit, scale, capacity,
+                                              np.zeros(slots_total, dtype=np.int64))
+        compiled = array_run._plan_groups_compiled(plan_kernel, plan, admitted, gone, fit,
+                                                   scale, capacity,
+                                                   np.zeros(slots_total, dtype=np.int64))
+        capacity = np.array([20, 12, 30], dtype=np.int64)
+        if numpy_groups is None:
+            assert compiled is None
+        else:
+            assert compiled is not None
+            assert [g.tolist() for g in compiled] == [np.asarray(g).tolist()
+                                                      for g in numpy_groups]
+        outcomes.add(numpy_groups is None)
+    assert outcomes == {True, False}  # both valid and refused plans were drawn

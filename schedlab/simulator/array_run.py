@@ -222,6 +222,33 @@ def _slot_groups(
     return list(groups.values())
 
 
+def _plan_groups_compiled(
+    kernel: Any,
+    plan: SlotPlan,
+    admitted: int,
+    gone: npt.NDArray[np.bool_],
+    fit: npt.NDArray[np.bool_],
+    scale: IntArray,
+    capacity: IntArray,
+    seen: IntArray,
+) -> list[IntArray] | None:
+    """:func:`_plan_groups` by :func:`plan_kernel.group_plan` (one compiled pass)."""
+    slots = np.asarray(plan.slots, dtype=np.int64)
+    kinds = np.asarray(plan.types, dtype=np.int64)
+    num_types = len(capacity)
+    if len(slots) != len(plan) or len(kinds) != len(plan):
+        return None
+    if not len(slots):
+        return [_NO_SLOTS] * num_types
+    out = np.empty(len(slots), dtype=np.int64)
+    first = np.empty(num_types + 1, dtype=np.int64)
+    if not kernel.group_plan(slots, kinds, admitted, gone, fit, scale, capacity, seen, out,
+                             first):
+        return None
+    bounds = first.tolist()
+    return [out[bounds[k]:bounds[k + 1]] for k in range(num_types)]
+
+
 def _plan_groups(
     plan: SlotPlan,
     admitted: int,
@@ -263,16 +290,27 @@ def _plan_groups(
 def progress_kernel() -> Any:
     """The compiled progress step (:mod:`schedlab.simulator.progress_kernel`), or None when
     numba cannot load it (then the same step runs as numpy operations per type)."""
+    return _compiled()[0]
+
+
+def plan_kernel() -> Any:
+    """The compiled plan check (:mod:`schedlab.simulator.plan_kernel`), or None when numba
+    cannot load it (then :func:`_plan_groups` checks the plan with numpy)."""
+    return _compiled()[1]
+
+
+def _compiled() -> tuple[Any, Any]:
     global _KERNEL
     if _KERNEL is None:
         try:
-            from schedlab.simulator import progress_kernel as kernel
+            from schedlab.simulator import plan_kernel as plan
+            from schedlab.simulator import progress_kernel as progress
         except (ImportError, RuntimeError, OSError) as exc:
-            log.warning("the compiled progress step is unavailable (%s); using numpy", exc)
+            log.warning("the compiled engine steps are unavailable (%s); using numpy", exc)
             _KERNEL = False
         else:
-            _KERNEL = kernel
-    return _KERNEL or None
+            _KERNEL = (progress, plan)
+    return _KERNEL or (None, None)
 
 
 _KERNEL: Any = None
@@ -464,6 +502,7 @@ def run_arrays(
     repeat_plan: SlotPlan | None = None
     repeat_version = -1
     kernel = progress_kernel()
+    plan_check = plan_kernel()
     flat: _FlatLayout | None = None  # the layout's gangs as flat arrays (compiled step)
     now = pending[0].arrival if pending else 0.0
     round_index = 0
@@ -548,8 +587,10 @@ def run_arrays(
             flat = None  # a new layout: its flat form is made when the round runs
             groups: Sequence[list[int] | IntArray] | None = None
             if isinstance(decision, SlotPlan):
-                groups = _plan_groups(decision, admitted, gone, fit_a, scale_a, capacity,
-                                      seen)
+                groups = (_plan_groups(decision, admitted, gone, fit_a, scale_a, capacity,
+                                       seen) if plan_check is None else
+                          _plan_groups_compiled(plan_check, decision, admitted, gone, fit_a,
+                                                scale_a, capacity, seen))
             if groups is None:
                 groups = _slot_groups(decision, fits, scale, counts)
             found = None if groups is None else placement.layout(groups)
