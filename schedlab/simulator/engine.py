@@ -188,7 +188,8 @@ def jobs_from_instance(instance: Instance, switch_overhead_s: float = 0.0) -> li
                 user=job.user if job.user is not None else job.entity,
                 switch_overhead_s=(job.switch_overhead_s if job.switch_overhead_s is not None
                                    else switch_overhead_s),
-                colocated_throughput=copy.deepcopy(job.colocated_throughput),
+                colocated_throughput=(None if job.colocated_throughput is None
+                                      else copy.deepcopy(job.colocated_throughput)),
                 steps_done=job.steps_done,
             )
         )

@@ -762,6 +762,8 @@ def choose_by_priority(
 #: Candidates :meth:`PriorityCandidates.pick` walks between two prunings of the rest (the
 #: loop in Python), or first takes as one block (the walk on arrays).
 _PICK_CHUNK = 1024
+#: Walk the sorted candidates with the compiled loop (:mod:`walk_kernel`) when numba loads.
+COMPILED_WALK = True
 #: The first piece of the walk's sort (:func:`_sorted_pieces`), candidates.
 _SORT_PIECE = 16384
 #: From this many units (active jobs) on, the solo walk runs on arrays, a block at a time;
@@ -812,6 +814,25 @@ def _sorted_pieces(rest: npt.NDArray[np.int64], neg_priority: npt.NDArray[np.flo
         size *= 2
     if len(rest):
         yield rest[_lexsort2(neg_priority[rest], neg_deficit[rest])]
+
+
+def _walk_kernel() -> Any:
+    """The compiled walk (:mod:`schedlab.formulations.gavel.walk_kernel`), or None when numba
+    cannot load it."""
+    global _KERNEL
+    if _KERNEL is None:
+        try:
+            from schedlab.formulations.gavel import walk_kernel
+        except (ImportError, RuntimeError, OSError) as exc:
+            logging.getLogger(__name__).warning(
+                "the compiled round-rule walk is unavailable (%s); walking in Python", exc)
+            _KERNEL = False
+        else:
+            _KERNEL = walk_kernel
+    return _KERNEL or None
+
+
+_KERNEL: Any = None
 
 
 class PriorityCandidates:
@@ -871,6 +892,7 @@ class PriorityCandidates:
         # -priority when nothing was received yet: -inf with a share, else 0 (X = 0: always 0)
         self._neg_unreceived = np.where(positive, -np.inf, 0.0)
         self._lists: tuple[list[int], list[int]] | None = None  # unit, acc as lists
+        self._gang_array: tuple[list[int], npt.NDArray[np.int64]] | None = None  # gang, as array
 
     def _unit_type_lists(self) -> tuple[list[int], list[int]]:
         """``unit`` and ``acc`` as Python lists (made at the first need: the solo walk
@@ -950,6 +972,8 @@ class PriorityCandidates:
         gang of its type, so a round takes a few dozen array steps, however many units it
         places.  Below ``VECTOR_WALK_MIN_UNITS`` units the fixed cost of those steps is more
         than the loop's: :meth:`_walk_solo_chunks` walks one candidate at a time."""
+        if COMPILED_WALK and _walk_kernel() is not None:
+            return self._walk_solo_compiled(neg_priority, neg_deficit, eligible, gang, free)
         if len(gang) < VECTOR_WALK_MIN_UNITS:
             return self._walk_solo_chunks(neg_priority, neg_deficit, eligible, gang, free)
         num_types = self.num_types
@@ -1017,6 +1041,33 @@ class PriorityCandidates:
                 if end == count:
                     block *= 2
         return np.concatenate(chosen).tolist() if chosen else []
+
+    def _walk_solo_compiled(
+        self,
+        neg_priority: npt.NDArray[np.float64],
+        neg_deficit: npt.NDArray[np.float64],
+        eligible: npt.NDArray[np.bool_] | None,
+        gang: list[int],
+        free: Sequence[int],
+    ) -> list[int]:
+        """:meth:`_walk_solo_chunks` with each sorted piece walked by the compiled loop
+        (:func:`walk_kernel.walk_piece`): the same candidates in the same order, the same
+        choices."""
+        kernel = _walk_kernel()
+        cached = self._gang_array
+        if cached is None or cached[0] is not gang:
+            cached = self._gang_array = (gang, np.asarray(gang, dtype=np.int64))
+        gang_a = cached[1]
+        left = np.array(free, dtype=np.int64)
+        placed = np.zeros(len(gang_a), dtype=np.uint8)
+        state = np.array([int(left.sum()), len(gang_a), int(gang_a.min()), 0], dtype=np.int64)
+        chosen = np.empty(len(gang_a), dtype=np.int64)
+        for piece in self._sorted_parts(neg_priority, neg_deficit, eligible, placed):
+            if kernel.walk_piece(np.ascontiguousarray(piece, dtype=np.int64), self.unit,
+                                 self.acc, gang_a, left, placed, state, chosen):
+                break
+        chosen_list: list[int] = chosen[:state[3]].tolist()
+        return chosen_list
 
     def _walk_solo_chunks(
         self,
