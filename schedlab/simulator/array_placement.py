@@ -324,16 +324,19 @@ class _RunPlacement:
             # alone: its GPUs are free at its turn whatever the others do; sticky when it
             # holds as many GPUs as its gang (a run of its size does by construction)
             whole = owner.one_run[index[alone]]
-            for n in np.flatnonzero(~whole).tolist():
-                j = int(alone[n])
-                whole[n] = mask[slots[j]].bit_count() == scale[slots[j]]
+            split = np.flatnonzero(~whole)
+            if len(split):
+                held_by = index[alone[split]]
+                whole[split] = [m.bit_count() == size for m, size in zip(
+                    mask[held_by].tolist(), scale[held_by].tolist(), strict=True)]
             sticky[alone] = whole
-            crowded = walk[shared].tolist()
-            if crowded:  # the sticky rule in plan order, with bit masks, over these only
+            crowded = walk[shared]
+            if len(crowded):  # the sticky rule in plan order, with bit masks, over these only
                 free = (1 << self.count) - 1
-                for j in crowded:
-                    prev = mask[slots[j]]
-                    if (prev & free) == prev and prev.bit_count() == scale[slots[j]]:
+                crowded_slots = index[crowded]
+                for j, prev, size in zip(crowded.tolist(), mask[crowded_slots].tolist(),
+                                         scale[crowded_slots].tolist(), strict=True):
+                    if (prev & free) == prev and prev.bit_count() == size:
                         sticky[j] = True
                         free ^= prev
                     else:

@@ -154,14 +154,16 @@ class _Progress:
         self.ran_before[index] = True
         self.moved[index] = True
         mask = self.mask
-        for i in moved:
-            slot = slots[i]
-            mask[slot] = masks[i]
+        moved_slots = index.tolist()
+        new_masks = [masks[i] for i in moved]
+        for slot, held in zip(moved_slots, new_masks, strict=True):
+            mask[slot] = held
             jobs[slot].last_accelerator = acc
         if eager:
-            for i, count in zip(moved, self.migrations[index].tolist(), strict=True):
-                js = jobs[slots[i]]
-                js.last_gpu_ids = mask_ids(masks[i])
+            for slot, held, count in zip(moved_slots, new_masks,
+                                         self.migrations[index].tolist(), strict=True):
+                js = jobs[slot]
+                js.last_gpu_ids = mask_ids(held)
                 js.migrations = count
         return overhead
 
@@ -374,7 +376,7 @@ class _FlatLayout:
             fin_all = self.fin.tolist()
             held_by = cols.mask  # every gang's GPUs, the moved ones' set above
             for (acc, _, slots, _, _, _), first in zip(layout, self.start, strict=False):
-                for i, slot in enumerate(slots):
+                for i, slot in enumerate(np.asarray(slots).tolist()):
                     runs.append(RunRecord(jobs[slot].id, acc, held_by[slot], None,
                                           float(overhead[first + i]),
                                           ends_all[first + i] if fin_all[first + i]
@@ -434,7 +436,7 @@ def _advance_by_type(cols: _Progress, jobs: list[JobState], layout: list[SlotLay
             still_parts.append(index)
         if runs is not None:
             ends_all = end.tolist()
-            for i, slot in enumerate(slots):  # every gang's GPUs: the moved ones' set above
+            for i, slot in enumerate(np.asarray(slots).tolist()):  # GPUs: moved ones' set
                 runs.append(RunRecord(jobs[slot].id, acc, cols.mask[slot], None,
                                       float(overhead[i]), ends_all[i] if fin[i]
                                       else round_end))
