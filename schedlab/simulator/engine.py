@@ -123,10 +123,11 @@ Mechanism = Literal["schedlab", "gavel"]
 
 #: Which loop runs a simulation (:func:`simulate`'s ``engine``).
 Engine = Literal["auto", "arrays", "reference"]
-#: ``engine="auto"`` takes the array loop on clusters with at least this many GPUs: on
-#: trace-1000 (108 GPUs, ~40 jobs a round) its fixed numpy cost per round made fifo 0.37 ->
-#: 0.61 CPU s, at 10^4 jobs (1,080 GPUs) it saves a third (fifo 2.9 -> 1.9 CPU s).
-ARRAY_ENGINE_MIN_GPUS = 500
+#: ``engine="auto"`` takes the array loop on clusters with at least this many GPUs.  Measured
+#: by ``benchmarks/array_engine_threshold.py`` (2026-12-06; docs/simulator.md): with the
+#: compiled steps the array loop is faster for fifo from 108 GPUs on (1.5x; 2.9x at 1,080),
+#: for max-min fairness from ~250 (108 GPUs: 0.90x, 216: 0.98x, 324: 1.12x, 1,080: 1.41x).
+ARRAY_ENGINE_MIN_GPUS = 300
 #: A job whose remaining work fits in the round less this many seconds pays no resume
 #: overhead (Shockwave's simulator: ``self._time_per_iteration - 5 < execution_time``).
 RESUME_GRACE_S = 5.0
