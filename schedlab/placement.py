@@ -33,12 +33,18 @@ from schedlab.instance import AcceleratorPool, Cluster
 
 @lru_cache(maxsize=65536)
 def mask_ids(mask: int) -> tuple[int, ...]:
-    """GPU ids of a bit mask, ascending: 0b1011 -> (0, 1, 3).  Cached (masks repeat)."""
+    """GPU ids of a bit mask, ascending: 0b1011 -> (0, 1, 3).  A run of consecutive ids at
+    a time (a gang's GPUs are mostly one run): a few big-integer steps per run, not per id."""
     ids: list[int] = []
+    base = 0
     while mask:
-        low = mask & -mask
-        ids.append(low.bit_length() - 1)
-        mask ^= low
+        low = (mask & -mask).bit_length() - 1  # the lowest set bit
+        mask >>= low
+        base += low
+        length = (~mask & (mask + 1)).bit_length() - 1  # the run of ones from bit 0
+        ids.extend(range(base, base + length))
+        mask >>= length
+        base += length
     return tuple(ids)
 
 

@@ -504,3 +504,16 @@ def test_job_table_by_column_equals_the_rows() -> None:
     frame = result.to_dataframe()
     assert frame["finish"].isna().any()
     pd.testing.assert_frame_equal(frame, rows)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ids=st.sets(st.integers(0, 4000), max_size=40), run=st.tuples(st.integers(0, 4000),
+                                                                      st.integers(0, 64)))
+def test_mask_ids_lists_the_set_bits(ids: set[int], run: tuple[int, int]) -> None:
+    """mask_ids (a run of ids at a time) against reading the bits one by one, on scattered
+    ids and on a run of consecutive ids; ids_mask is its inverse."""
+    start, length = run
+    for wanted in (sorted(ids), list(range(start, start + length))):
+        mask = ids_mask(wanted)
+        assert mask_ids(mask) == tuple(i for i in range(mask.bit_length()) if mask >> i & 1)
+        assert list(mask_ids(mask)) == wanted

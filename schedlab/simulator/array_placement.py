@@ -124,7 +124,9 @@ class Placement:
         self.first[slot] = first
         one_run = bool(mask) and mask == ((1 << int(self.scale[slot])) - 1) << first
         self.one_run[slot] = one_run
-        if not one_run:
+        if one_run or not mask:  # no GPU held: no ids kept (readers take none for a miss)
+            self.ids_of.pop(slot, None)
+        else:
             self.ids_of[slot] = np.array(mask_ids(mask), dtype=np.int64)
 
     def layout(self, groups: Sequence[list[int] | IntArray]) -> list[SlotLayout]:
