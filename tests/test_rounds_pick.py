@@ -63,18 +63,19 @@ def test_pick_equals_the_plain_rule(data: st.DataObject, units: int, num_types: 
     free = rng.integers(0, 12, num_types).tolist()
     gang = rng.choice([1, 1, 2, 4, 8], units).tolist() if walk != "chunks" else gang
     old = (rounds._PICK_CHUNK, rounds.VECTOR_WALK_MIN_UNITS, rounds._SORT_PIECE,
-           rounds.COMPILED_WALK)
+           rounds.COMPILED_WALK, rounds.COMPILED_WALK_MIN_UNITS)
     rounds._PICK_CHUNK = chunk
     rounds._SORT_PIECE = chunk  # the sort in pieces of 1, 3 (then doubling) or one piece
     # one candidate at a time in Python, blocks on arrays, or the compiled loop
     rounds.VECTOR_WALK_MIN_UNITS = 0 if walk == "arrays" else 10**9
     rounds.COMPILED_WALK = walk == "compiled"
+    rounds.COMPILED_WALK_MIN_UNITS = 0
     try:
         got = cands.pick(received, age, gang, free, round_s=360.0,
                          work_conserving=work_conserving)
     finally:
         (rounds._PICK_CHUNK, rounds.VECTOR_WALK_MIN_UNITS, rounds._SORT_PIECE,
-         rounds.COMPILED_WALK) = old
+         rounds.COMPILED_WALK, rounds.COMPILED_WALK_MIN_UNITS) = old
     assert got == plain_pick(cands, received, age, gang, free, 360.0, work_conserving)
 
 

@@ -762,8 +762,11 @@ def choose_by_priority(
 #: Candidates :meth:`PriorityCandidates.pick` walks between two prunings of the rest (the
 #: loop in Python), or first takes as one block (the walk on arrays).
 _PICK_CHUNK = 1024
-#: Walk the sorted candidates with the compiled loop (:mod:`walk_kernel`) when numba loads.
+#: Walk the sorted candidates with the compiled loop (:mod:`walk_kernel`) when numba loads,
+#: from this many units (active jobs) on: below, the Python walk is as fast, and a process
+#: does not pay numba's start (~0.5 s to import it and load the loop) for a short walk.
 COMPILED_WALK = True
+COMPILED_WALK_MIN_UNITS = 2000
 #: The first piece of the walk's sort (:func:`_sorted_pieces`), candidates.
 _SORT_PIECE = 16384
 #: From this many units (active jobs) on, the solo walk runs on arrays, a block at a time;
@@ -972,7 +975,7 @@ class PriorityCandidates:
         gang of its type, so a round takes a few dozen array steps, however many units it
         places.  Below ``VECTOR_WALK_MIN_UNITS`` units the fixed cost of those steps is more
         than the loop's: :meth:`_walk_solo_chunks` walks one candidate at a time."""
-        if COMPILED_WALK and _walk_kernel() is not None:
+        if COMPILED_WALK and len(gang) >= COMPILED_WALK_MIN_UNITS and _walk_kernel() is not None:
             return self._walk_solo_compiled(neg_priority, neg_deficit, eligible, gang, free)
         if len(gang) < VECTOR_WALK_MIN_UNITS:
             return self._walk_solo_chunks(neg_priority, neg_deficit, eligible, gang, free)
