@@ -117,27 +117,36 @@ class _Progress:
         #: by slot: the GPUs it holds or last held (a bit mask, a Python int)
         self.mask: npt.NDArray[np.object_] = np.zeros(total, dtype=object)
 
-    def admit(self, slot: int, js: JobState, type_index: dict[str, int]) -> None:
-        """Columns of a job entering ``slot`` (``time_on`` already holds every type)."""
+    def fill(self, pending: Sequence[JobState], type_index: dict[str, int]) -> None:
+        """The columns of every job of a run, slot i for ``pending[i]`` (the order they
+        will be admitted in), filled column by column from lists at the start: a job's
+        columns are read only once it is admitted, and nothing changes a pending JobState,
+        so they hold what its JobState says at admission (``time_on`` 0 for a type it has
+        no entry for, ``mask`` 0 for no GPUs)."""
+        n = len(pending)
+        if not n:
+            return
         view = self.view
-        view.arrival[slot] = js.arrival
-        view.scale[slot] = js.scale_factor
-        if js.last_round_run is not None:
-            view.last_round[slot] = js.last_round_run
-        if js.last_accelerator is not None:
-            view.last_type[slot] = type_index.get(js.last_accelerator, -1)
-        self.total[slot] = js.total_steps
-        self.done[slot] = js.steps_done
-        self.executed[slot] = js.executed_s
-        self.attained[slot] = js.attained_service_s
-        self.time_on[slot] = [js.time_on[k] for k in self.types]
-        self.rounds_run[slot] = js.rounds_run
-        self.thr[slot] = [js.throughput.get(k, 0.0) for k in self.types]
-        self.started[slot] = js.start_time is not None
-        self.switch[slot] = js.switch_overhead_s
-        self.ran_before[slot] = js.last_accelerator is not None
-        self.migrations[slot] = js.migrations
-        self.mask[slot] = ids_mask(js.last_gpu_ids or ())
+        types = self.types
+        view.arrival[:n] = [js.arrival for js in pending]
+        view.scale[:n] = [js.scale_factor for js in pending]
+        view.last_round[:n] = [NEVER_RAN if js.last_round_run is None else js.last_round_run
+                               for js in pending]
+        view.last_type[:n] = [-1 if js.last_accelerator is None
+                              else type_index.get(js.last_accelerator, -1) for js in pending]
+        self.total[:n] = [js.total_steps for js in pending]
+        self.done[:n] = [js.steps_done for js in pending]
+        self.executed[:n] = [js.executed_s for js in pending]
+        self.attained[:n] = [js.attained_service_s for js in pending]
+        self.time_on[:n] = [[js.time_on.get(k, 0.0) for k in types] for js in pending]
+        self.rounds_run[:n] = [js.rounds_run for js in pending]
+        self.thr[:n] = [[js.throughput.get(k, 0.0) for k in types] for js in pending]
+        self.started[:n] = [js.start_time is not None for js in pending]
+        self.switch[:n] = [js.switch_overhead_s for js in pending]
+        self.ran_before[:n] = [js.last_accelerator is not None for js in pending]
+        self.migrations[:n] = [js.migrations for js in pending]
+        self.mask[:n] = [ids_mask(js.last_gpu_ids) if js.last_gpu_ids else 0
+                         for js in pending]
 
     def move(self, jobs: list[JobState], slots: list[int] | IntArray, moved: list[int],
              masks: Masks, acc: str, length: float, eager: bool) -> FloatArray:
@@ -477,6 +486,7 @@ def run_arrays(
         last_type=np.full(total, -1, dtype=np.int64),
     )
     cols = _Progress(total, types, view)
+    cols.fill(pending, type_index)  # slot i is pending[i]: admission follows that order
     give_arrays = bool(getattr(policy, "uses_arrays", False))
     jobs: list[JobState] = []  # by slot (finished jobs' entries are set to None... kept)
     scale: list[int] = []  # by slot
@@ -527,7 +537,8 @@ def run_arrays(
     placement = Placement(types, placers, view.last_type, cols.mask)
     seen = np.zeros(total, dtype=np.int64)  # scratch of _plan_groups
     # may run alone on k: positive throughput and a pool at least as large as the gang
-    fit_a = np.zeros((total, len(types)), dtype=bool)
+    fit_a = cols.thr[:, :] > 0.0
+    fit_a &= view.scale[:, None] <= capacity[None, :]
     scale_a = view.scale
     last_round_a = view.last_round
 
@@ -544,9 +555,7 @@ def run_arrays(
             fits[js.id] = (admitted, {acc: thr for acc, thr in js.throughput.items()
                                       if thr > 0.0 and js.scale_factor <= counts[acc]})
             last_mask[js.id] = 0  # (only _check_decision reads it, to name an error)
-            cols.admit(admitted, js, type_index)
-            placement.admit(admitted, js.scale_factor)
-            fit_a[admitted] = [k in fits[js.id][1] for k in types]
+            placement.admit(admitted, js.scale_factor)  # (its columns: cols.fill)
             admitted += 1
             arrived = True
         if arrived:
