@@ -1,5 +1,5 @@
-"""PriorityCandidates.pick's solo walk (two sorted parts; one candidate at a time in chunks,
-blocks on arrays, or the compiled loop; pruning) against the plain rule: one stable lexsort
+"""PriorityCandidates.pick's solo walk (two sorted parts; one candidate at a time in chunks
+with pruning, or the compiled loop) against the plain rule: one stable lexsort
 by (-priority, -deficit), then a greedy pass over every candidate."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def plain_pick(cands: PriorityCandidates, received: np.ndarray, age: np.ndarray,
 @settings(max_examples=90, deadline=None)
 @given(data=st.data(), units=st.integers(1, 60), num_types=st.integers(1, 3),
        work_conserving=st.booleans(), chunk=st.sampled_from([1, 3, 1024]),
-       walk=st.sampled_from(["chunks", "arrays", "compiled"]))
+       walk=st.sampled_from(["chunks", "compiled"]))
 def test_pick_equals_the_plain_rule(data: st.DataObject, units: int, num_types: int,
                                     work_conserving: bool, chunk: int, walk: str) -> None:
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
@@ -61,21 +61,20 @@ def test_pick_equals_the_plain_rule(data: st.DataObject, units: int, num_types: 
     age = rng.choice([0.0, 360.0, 1000.0, 5000.0], n)
     gang = rng.choice([1, 1, 2, 4], units).tolist()
     free = rng.integers(0, 12, num_types).tolist()
-    gang = rng.choice([1, 1, 2, 4, 8], units).tolist() if walk != "chunks" else gang
-    old = (rounds._PICK_CHUNK, rounds.VECTOR_WALK_MIN_UNITS, rounds._SORT_PIECE,
-           rounds.COMPILED_WALK, rounds.COMPILED_WALK_MIN_UNITS)
+    gang = rng.choice([1, 1, 2, 4, 8], units).tolist() if walk == "compiled" else gang
+    old = (rounds._PICK_CHUNK, rounds._SORT_PIECE, rounds.COMPILED_WALK,
+           rounds.COMPILED_WALK_MIN_UNITS)
     rounds._PICK_CHUNK = chunk
     rounds._SORT_PIECE = chunk  # the sort in pieces of 1, 3 (then doubling) or one piece
-    # one candidate at a time in Python, blocks on arrays, or the compiled loop
-    rounds.VECTOR_WALK_MIN_UNITS = 0 if walk == "arrays" else 10**9
+    # one candidate at a time in Python, or the compiled loop
     rounds.COMPILED_WALK = walk == "compiled"
     rounds.COMPILED_WALK_MIN_UNITS = 0
     try:
         got = cands.pick(received, age, gang, free, round_s=360.0,
                          work_conserving=work_conserving)
     finally:
-        (rounds._PICK_CHUNK, rounds.VECTOR_WALK_MIN_UNITS, rounds._SORT_PIECE,
-         rounds.COMPILED_WALK, rounds.COMPILED_WALK_MIN_UNITS) = old
+        (rounds._PICK_CHUNK, rounds._SORT_PIECE, rounds.COMPILED_WALK,
+         rounds.COMPILED_WALK_MIN_UNITS) = old
     assert got == plain_pick(cands, received, age, gang, free, 360.0, work_conserving)
 
 

@@ -759,8 +759,8 @@ def choose_by_priority(
         members=members, work_conserving=work_conserving)
 
 
-#: Candidates :meth:`PriorityCandidates.pick` walks between two prunings of the rest (the
-#: loop in Python), or first takes as one block (the walk on arrays).
+#: Candidates :meth:`PriorityCandidates.pick`'s Python walk takes between two prunings of
+#: the rest.
 _PICK_CHUNK = 1024
 #: Walk the sorted candidates with the compiled loop (:mod:`walk_kernel`) when numba loads,
 #: from this many units (active jobs) on: below, the Python walk is as fast, and a process
@@ -769,9 +769,6 @@ COMPILED_WALK = True
 COMPILED_WALK_MIN_UNITS = 2000
 #: The first piece of the walk's sort (:func:`_sorted_pieces`), candidates.
 _SORT_PIECE = 16384
-#: From this many units (active jobs) on, the solo walk runs on arrays, a block at a time;
-#: below, one candidate at a time in Python (the same choice; faster there).
-VECTOR_WALK_MIN_UNITS = 20_000
 
 
 def _lexsort2(primary: npt.NDArray[np.float64], secondary: npt.NDArray[np.float64]
@@ -959,91 +956,12 @@ class PriorityCandidates:
     ) -> list[int]:
         """:meth:`pick`'s greedy walk when every unit is one job, in the order
         ``np.lexsort((neg_deficit, neg_priority))`` (restricted to ``eligible``), found in
-        sorted pieces (:meth:`_sorted_parts`).
-
-        Each piece is walked a block at a time with array operations, not one candidate at a
-        time.  First the candidates the walk would skip anyway are dropped: their unit placed,
-        or a gang larger than the GPUs left on their type (GPUs left only decrease, so such a
-        candidate is skipped wherever it comes).  In what remains, the greedy pass takes every
-        unit's first candidate, in order, until the first one whose gang no longer fits the
-        GPUs left on its type (running sums per type); a later candidate of a unit taken
-        before is skipped.  So the candidates before that point are decided at once: the
-        first candidate of each unit taken, the others skipped; the misfit is skipped, the
-        GPUs left are updated, and the walk goes on from there.  It stops as the plain pass
-        does: when fewer GPUs are left than the smallest gang, or every unit is placed.  Each
-        step of that loop removes at least one candidate, and a misfit removes every larger
-        gang of its type, so a round takes a few dozen array steps, however many units it
-        places.  Below ``VECTOR_WALK_MIN_UNITS`` units the fixed cost of those steps is more
-        than the loop's: :meth:`_walk_solo_chunks` walks one candidate at a time."""
+        sorted pieces (:meth:`_sorted_parts`): by the compiled loop from
+        ``COMPILED_WALK_MIN_UNITS`` units on when numba loads, else one candidate at a time in
+        Python -- the same choices."""
         if COMPILED_WALK and len(gang) >= COMPILED_WALK_MIN_UNITS and _walk_kernel() is not None:
             return self._walk_solo_compiled(neg_priority, neg_deficit, eligible, gang, free)
-        if len(gang) < VECTOR_WALK_MIN_UNITS:
-            return self._walk_solo_chunks(neg_priority, neg_deficit, eligible, gang, free)
-        num_types = self.num_types
-        left = np.array(free, dtype=np.int64)
-        total_left = int(left.sum())
-        gang_a = np.asarray(gang, dtype=np.int64)
-        smallest = int(gang_a.min())
-        placed = np.zeros(len(gang_a), dtype=bool)
-        unplaced = len(gang_a)
-        position = np.empty(len(gang_a), dtype=np.int64)  # scratch: first position of a unit
-        chosen: list[npt.NDArray[np.int64]] = []
-        unit_all = self.unit
-        acc_all = self.acc
-        block = _PICK_CHUNK
-        for rest in self._sorted_parts(neg_priority, neg_deficit, eligible, placed):
-            while len(rest):
-                head = rest[:block]
-                unit = unit_all[head]
-                acc = acc_all[head]
-                size = gang_a[unit]
-                keep = ~placed[unit] & (size <= left[acc])
-                if not keep.all():  # drop what the walk skips anyway, here and in the rest
-                    rest = rest[len(head):]
-                    head, unit, acc, size = head[keep], unit[keep], acc[keep], size[keep]
-                    if len(rest):
-                        tail_unit = unit_all[rest]
-                        rest = rest[~placed[tail_unit]
-                                    & (gang_a[tail_unit] <= left[acc_all[rest]])]
-                    rest = np.concatenate([head, rest])
-                    if not len(head):
-                        block *= 2
-                        continue
-                count = len(head)
-                steps = np.arange(count)
-                position[unit[::-1]] = steps[::-1]  # a repeated unit keeps its first position
-                first = position[unit] == steps
-                taken = np.where(first, size, 0)
-                # GPUs taken on each candidate's type up to and including it
-                on_type = np.zeros(count, dtype=np.int64)
-                for k in range(num_types):
-                    at = acc == k
-                    on_type[at] = np.cumsum(taken[at])
-                misfit = np.flatnonzero(first & (on_type > left[acc]))
-                end = int(misfit[0]) if len(misfit) else count  # decided: [0, end)
-                # the plain pass stops after a take that leaves too few GPUs or no unit
-                stop_at = np.flatnonzero(first[:end] & (
-                    (total_left - np.cumsum(taken[:end]) < smallest)
-                    | (unplaced - np.cumsum(first[:end]) == 0)))
-                stop = len(stop_at) > 0
-                if stop:
-                    end = int(stop_at[0]) + 1
-                took = np.flatnonzero(first[:end])
-                took_units = unit[took]
-                chosen.append(head[took])
-                placed[took_units] = True
-                unplaced -= len(took)
-                used = np.bincount(acc[took], weights=size[took], minlength=num_types)
-                left -= used.astype(np.int64)
-                total_left -= int(used.sum())
-                if stop:
-                    return np.concatenate(chosen).tolist()
-                # the misfit (if any) is dropped by the next step's filter: its gang no
-                # longer fits its type
-                rest = rest[end:]
-                if end == count:
-                    block *= 2
-        return np.concatenate(chosen).tolist() if chosen else []
+        return self._walk_solo_chunks(neg_priority, neg_deficit, eligible, gang, free)
 
     def _walk_solo_compiled(
         self,
@@ -1054,8 +972,8 @@ class PriorityCandidates:
         free: Sequence[int],
     ) -> list[int]:
         """:meth:`_walk_solo_chunks` with each sorted piece walked by the compiled loop
-        (:func:`walk_kernel.walk_piece`): the same candidates in the same order, the same
-        choices."""
+        (:func:`walk_kernel.walk_piece`, no pruning needed): the same candidates in the same
+        order, the same choices."""
         kernel = _walk_kernel()
         cached = self._gang_array
         if cached is None or cached[0] is not gang:
@@ -1080,7 +998,7 @@ class PriorityCandidates:
         gang: list[int],
         free: Sequence[int],
     ) -> list[int]:
-        """:meth:`_walk_solo` one candidate at a time: each part sorted, then walked in
+        """The walk one candidate at a time in Python: each part sorted, then walked in
         chunks of ``_PICK_CHUNK``; after each, the candidates the walk would skip anyway are
         dropped from the rest (their unit placed, or their type with fewer GPUs left than the
         smallest gang)."""
