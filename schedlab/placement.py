@@ -33,8 +33,9 @@ from schedlab.instance import AcceleratorPool, Cluster
 
 @lru_cache(maxsize=65536)
 def mask_ids(mask: int) -> tuple[int, ...]:
-    """GPU ids of a bit mask, ascending: 0b1011 -> (0, 1, 3).  A run of consecutive ids at
-    a time (a gang's GPUs are mostly one run): a few big-integer steps per run, not per id."""
+    """GPU ids of a bit mask, ascending: 0b1011 -> (0, 1, 3).  Cached (masks repeat); a run
+    of consecutive ids at a time (a gang's GPUs are mostly one run): a few big-integer steps
+    per run, not per id."""
     ids: list[int] = []
     base = 0
     while mask:
