@@ -490,20 +490,32 @@ def test_conservation_on_random_workloads(
 
 def test_job_table_by_column_equals_the_rows() -> None:
     """``to_dataframe`` builds the table column by column; the frame pandas makes from one
-    dict per row (:func:`job_row`) is the same, NaNs of an unfinished job and a type a job
-    never ran on included."""
+    dict per row, each written here from the record (NaN start/finish/jct when missing, 0 s
+    on a type the job never ran on), is the same; :func:`job_row` gives those rows."""
     import pandas as pd
 
-    from schedlab.simulator.result import job_columns, job_row
+    from schedlab.simulator.result import JOB_COLUMNS, job_columns, job_row
 
     result = simulate([job("A", 720, k80=1.0), job("B", 3600, k80=1.0, v100=2.0)],
                       cluster(k80=1, v100=1), InOrder(["A", "B"]), round_s=360.0,
                       max_rounds=2)
-    rows = pd.DataFrame([job_row(j, result.gpus) for j in result.jobs],
-                        columns=job_columns(result.gpus))
+    nan = float("nan")
+    by_hand = []
+    for j in result.jobs:
+        row = {name: getattr(j, name) for name in JOB_COLUMNS
+               if name not in ("start", "finish", "jct")}
+        row["start"] = nan if j.start is None else j.start
+        row["finish"] = nan if j.finish is None else j.finish
+        row["jct"] = nan if j.finish is None else j.finish - j.arrival
+        row.update({f"time_on_{acc}": j.time_on.get(acc, 0.0) for acc in result.gpus})
+        by_hand.append(row)
+    columns = job_columns(result.gpus)
+    rows = pd.DataFrame(by_hand, columns=columns)
     frame = result.to_dataframe()
     assert frame["finish"].isna().any()
     pd.testing.assert_frame_equal(frame, rows)
+    pd.testing.assert_frame_equal(
+        pd.DataFrame([job_row(j, result.gpus) for j in result.jobs], columns=columns), rows)
 
 
 @settings(max_examples=300, deadline=None)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from schedlab.placement import mask_ids
@@ -250,58 +251,29 @@ def job_columns(gpus: dict[str, int] | list[str]) -> list[str]:
     return [*JOB_COLUMNS, *(f"time_on_{acc}" for acc in gpus)]
 
 
+#: Columns of the per-job table that are a JobRecord attribute of the same name.
+_PLAIN_COLUMNS = frozenset(JOB_COLUMNS) - {"start", "finish", "jct"}
+
+
 def job_table(jobs: list[JobRecord], gpus: dict[str, int] | list[str]) -> dict[str, list[Any]]:
-    """The per-job table by column (:func:`job_row` for every job, column by column: one
-    list per column, which pandas takes far faster than one dict per row)."""
+    """The per-job table by column, one list per column (which pandas takes far faster than
+    one dict per row): NaN start/finish/jct for a job that did not start or finish, 0 s on a
+    type it never ran on."""
     nan = math.nan
-    table: dict[str, list[Any]] = {
-        "job": [j.job for j in jobs],
-        "arrival": [j.arrival for j in jobs],
-        "start": [nan if j.start is None else j.start for j in jobs],
-        "finish": [nan if j.finish is None else j.finish for j in jobs],
-        "jct": [nan if j.finish is None else j.finish - j.arrival for j in jobs],
-        "scale_factor": [j.scale_factor for j in jobs],
-        "weight": [j.weight for j in jobs],
-        "job_type": [j.job_type for j in jobs],
-        "user": [j.user for j in jobs],
-        "total_steps": [j.total_steps for j in jobs],
-        "steps": [j.steps for j in jobs],
-        "preemptions": [j.preemptions for j in jobs],
-        "migrations": [j.migrations for j in jobs],
-        "rounds_run": [j.rounds_run for j in jobs],
-        "gpu_seconds": [j.gpu_seconds for j in jobs],
-        "executed_s": [j.executed_s for j in jobs],
-        "overhead_s": [j.overhead_s for j in jobs],
-        "isolated_time_s": [j.isolated_time_s for j in jobs],
-    }
+    table: dict[str, list[Any]] = {}
+    for name in JOB_COLUMNS:
+        if name in _PLAIN_COLUMNS:
+            table[name] = list(map(attrgetter(name), jobs))
+        elif name == "jct":
+            table[name] = [nan if j.finish is None else j.finish - j.arrival for j in jobs]
+        else:  # start, finish
+            table[name] = [nan if v is None else v for v in map(attrgetter(name), jobs)]
     for acc in gpus:
         table[f"time_on_{acc}"] = [j.time_on.get(acc, 0.0) for j in jobs]
     return table
 
 
 def job_row(j: JobRecord, gpus: dict[str, int] | list[str]) -> dict[str, Any]:
-    """One row of the per-job table (NaN start/finish/jct for a job that did not start or
-    finish); ``gpus`` names the accelerator types of the ``time_on_<type>`` columns."""
-    row: dict[str, Any] = {
-        "job": j.job,
-        "arrival": j.arrival,
-        "start": math.nan if j.start is None else j.start,
-        "finish": math.nan if j.finish is None else j.finish,
-        "jct": math.nan if j.finish is None else j.finish - j.arrival,
-        "scale_factor": j.scale_factor,
-        "weight": j.weight,
-        "job_type": j.job_type,
-        "user": j.user,
-        "total_steps": j.total_steps,
-        "steps": j.steps,
-        "preemptions": j.preemptions,
-        "migrations": j.migrations,
-        "rounds_run": j.rounds_run,
-        "gpu_seconds": j.gpu_seconds,
-        "executed_s": j.executed_s,
-        "overhead_s": j.overhead_s,
-        "isolated_time_s": j.isolated_time_s,
-    }
-    for acc in gpus:
-        row[f"time_on_{acc}"] = j.time_on.get(acc, 0.0)
-    return row
+    """One row of the per-job table (:func:`job_table` of one job); ``gpus`` names the
+    accelerator types of the ``time_on_<type>`` columns."""
+    return {name: column[0] for name, column in job_table([j], gpus).items()}

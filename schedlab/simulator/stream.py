@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from schedlab.simulator.engine import Progress
-from schedlab.simulator.result import JobRecord, job_columns, job_row
+from schedlab.simulator.result import JobRecord, job_columns, job_table
 
 #: Records per appended chunk.
 DEFAULT_CHUNK = 5000
@@ -46,23 +46,25 @@ class RecordChunks:
         self.chunk = max(int(chunk), 1)
         self.columns = [*self.leading, *job_columns(self.accelerators)]
         self.written = 0
-        self._buffer: list[list[Any]] = []
+        self._buffer: list[JobRecord] = []
         with self.path.open("w", newline="") as handle:
             csv.writer(handle).writerow(self.columns)
 
     def add(self, record: JobRecord) -> None:
         """Buffer one record; append the buffer to the file once it holds ``chunk``."""
-        row = job_row(record, self.accelerators)
-        self._buffer.append([*self.leading.values(), *(_cell(v) for v in row.values())])
+        self._buffer.append(record)
         if len(self._buffer) >= self.chunk:
             self.flush()
 
     def flush(self) -> None:
-        """Append the buffered records to the file."""
+        """Append the buffered records to the file (their rows of the per-job table)."""
         if not self._buffer:
             return
+        leading = list(self.leading.values())
+        columns = job_table(self._buffer, self.accelerators).values()
+        rows = [[*leading, *map(_cell, row)] for row in zip(*columns, strict=True)]
         with self.path.open("a", newline="") as handle:
-            _write_rows(handle, self._buffer)
+            _write_rows(handle, rows)
         self.written += len(self._buffer)
         self._buffer.clear()
 
