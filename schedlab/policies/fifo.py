@@ -368,17 +368,12 @@ class Fifo(Policy):
         running = (arrays.last_round[rows] >= state.round_index - 1) & (last_type >= 0)
         run_at = np.flatnonzero(running)
         free = FreeGpus(state)
-        made, made_type = self._made_for(arrays)
         run_type = last_type[run_at]
         run_slots = rows[run_at]
         used = np.bincount(run_type, weights=scale[run_at], minlength=len(types))
         position = run_at if order is None else order[run_at]
-        stale = np.flatnonzero(made_type[run_slots] != run_type)
-        for n in stale.tolist():  # Assignment(job, the type it keeps), made once per job
-            slot = int(run_slots[n])
-            k = int(run_type[n])
-            made[slot] = Assignment(active[int(position[n])].id, types[k])
-            made_type[slot] = k
+        made = self._running_assignments(arrays, run_slots, run_type, types,
+                                         lambda n: active[int(position[n])].id)
         kept = np.ones(len(run_at), dtype=bool)
         fits_all = not bool(np.any(used > np.asarray(counts)))
         if fits_all:  # every running gang fits
@@ -449,6 +444,21 @@ class Fifo(Policy):
                                               np.full(grow, -1, dtype=np.int64)])
         return self._made, self._made_type
 
+    def _running_assignments(self, arrays: ActiveArrays, slots: IntArray, kinds: IntArray,
+                             types: Sequence[str], id_at: Callable[[int], str]
+                             ) -> npt.NDArray[np.object_]:
+        """The Assignment of each slot (by slot), made once per job and type: the running
+        jobs ``slots[n]``, which keep type index ``kinds[n]``, get theirs now where missing
+        (``id_at(n)``: the job's id)."""
+        made, made_type = self._made_for(arrays)
+        stale = np.flatnonzero(made_type[slots] != kinds)
+        for n in stale.tolist():
+            slot = int(slots[n])
+            k = int(kinds[n])
+            made[slot] = Assignment(id_at(n), types[k])
+            made_type[slot] = k
+        return made
+
     def _preference_of(self, state: ClusterState, job: JobState) -> list[str]:
         """:func:`type_preference` of a job, made once per (throughput on each cluster type,
         last type): it depends on nothing else, and jobs of one model share it."""
@@ -506,12 +516,8 @@ class Fifo(Policy):
                 job: JobState = active[int(np.searchsorted(rows, slot))]
                 return job
 
-        made, made_type = self._made_for(arrays)
-        stale = np.flatnonzero(made_type[running] != running_types)
-        for slot, k in zip(running[stale].tolist(), running_types[stale].tolist(),
-                           strict=True):  # started by a decision from scratch
-            made[slot] = Assignment(job_of(slot).id, types[k])
-            made_type[slot] = k
+        made = self._running_assignments(arrays, running, running_types, types,
+                                         lambda n: job_of(int(running[n])).id)
         out: list[Assignment] = made[running].tolist()
         free = FreeGpus(state)
         for acc, n in zip(types, used.tolist(), strict=True):
@@ -530,6 +536,7 @@ class Fifo(Policy):
         index = {k: n for n, k in enumerate(types)}
         started_slots = np.array(started_at, dtype=np.int64)
         started_types = np.array([index[a.accelerator] for a in started], dtype=np.int64)
+        made_type = self._made_type
         for slot, k, assignment in zip(started_at, started_types.tolist(), started,
                                        strict=True):
             made[slot] = assignment  # kept while the job keeps its type
