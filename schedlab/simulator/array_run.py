@@ -537,7 +537,7 @@ def run_arrays(
     placement = Placement(types, placers, view.last_type, cols.mask)
     seen = np.zeros(total, dtype=np.int64)  # scratch of _plan_groups
     # may run alone on k: positive throughput and a pool at least as large as the gang
-    fit_a = cols.thr[:, :] > 0.0
+    fit_a = cols.thr > 0.0
     fit_a &= view.scale[:, None] <= capacity[None, :]
     scale_a = view.scale
     last_round_a = view.last_round
@@ -620,8 +620,6 @@ def run_arrays(
 
         done_now: list[int] = []
         done_end: list[float] = []
-        last_end = now
-        round_end = now + length
         if kernel is not None:
             if flat is None:
                 flat = _FlatLayout(layout, len(types))
@@ -645,7 +643,7 @@ def run_arrays(
         if ran and not len(still) and end_round_early:
             end_of_round = last_end
         else:
-            end_of_round = round_end
+            end_of_round = now + length
         if runs is not None:
             rounds.append(RoundRecord(round_index, now, end_of_round, tuple(runs)))
         if done_now:
