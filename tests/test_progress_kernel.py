@@ -202,9 +202,8 @@ def test_compiled_plan_check_equals_the_numpy_check(seed: int) -> None:
         plan = SlotPlan([Assignment(str(s), "x") for s in slots], slots, kinds)
         numpy_groups = array_run._plan_groups(plan, admitted, gone, fit, scale, capacity,
                                               np.zeros(slots_total, dtype=np.int64))
-        compiled = array_run._plan_groups_compiled(plan_kernel, plan, admitted, gone, fit,
-                                                   scale, capacity,
-                                                   np.zeros(slots_total, dtype=np.int64))
+        compiled = array_run._plan_groups(plan, admitted, gone, fit, scale, capacity,
+                                          np.zeros(slots_total, dtype=np.int64), plan_kernel)
         capacity = np.array([20, 12, 30], dtype=np.int64)
         if numpy_groups is None:
             assert compiled is None

@@ -233,33 +233,6 @@ def _slot_groups(
     return list(groups.values())
 
 
-def _plan_groups_compiled(
-    kernel: Any,
-    plan: SlotPlan,
-    admitted: int,
-    gone: npt.NDArray[np.bool_],
-    fit: npt.NDArray[np.bool_],
-    scale: IntArray,
-    capacity: IntArray,
-    seen: IntArray,
-) -> list[IntArray] | None:
-    """:func:`_plan_groups` by :func:`plan_kernel.group_plan` (one compiled pass)."""
-    slots = np.asarray(plan.slots, dtype=np.int64)
-    kinds = np.asarray(plan.types, dtype=np.int64)
-    num_types = len(capacity)
-    if len(slots) != len(plan) or len(kinds) != len(plan):
-        return None
-    if not len(slots):
-        return [_NO_SLOTS] * num_types
-    out = np.empty(len(slots), dtype=np.int64)
-    first = np.empty(num_types + 1, dtype=np.int64)
-    if not kernel.group_plan(slots, kinds, admitted, gone, fit, scale, capacity, seen, out,
-                             first):
-        return None
-    bounds = first.tolist()
-    return [out[bounds[k]:bounds[k + 1]] for k in range(num_types)]
-
-
 def _plan_groups(
     plan: SlotPlan,
     admitted: int,
@@ -268,19 +241,30 @@ def _plan_groups(
     scale: IntArray,
     capacity: IntArray,
     seen: IntArray,
+    kernel: Any = None,
 ) -> list[IntArray] | None:
     """The slots of a :class:`~schedlab.policies.state.SlotPlan` per type index, in plan
     order, after the checks of :func:`_slot_layout` done on its arrays: each slot an active
     job's, named once, on a type where it may run alone (``fit[slot, k]``), no pool
     over-committed.  None when a check fails or the arrays do not match the plan's length
-    (the caller then reads the Assignments).  ``seen`` is scratch space, one entry per slot."""
+    (the caller then reads the Assignments).  ``seen`` is scratch space, one entry per slot.
+    With ``kernel`` (:mod:`schedlab.simulator.plan_kernel`) the checks and the grouping are
+    one compiled pass; without, numpy operations."""
     slots = np.asarray(plan.slots, dtype=np.int64)
-    kinds = np.asarray(plan.types)
+    kinds = np.asarray(plan.types, dtype=np.int64)
     num_types = len(capacity)
     if len(slots) != len(plan) or len(kinds) != len(plan):
         return None
     if not len(slots):
         return [_NO_SLOTS] * num_types
+    if kernel is not None:
+        out = np.empty(len(slots), dtype=np.int64)
+        first = np.empty(num_types + 1, dtype=np.int64)
+        if not kernel.group_plan(slots, kinds, admitted, gone, fit, scale, capacity, seen,
+                                 out, first):
+            return None
+        bounds = first.tolist()
+        return [out[bounds[k]:bounds[k + 1]] for k in range(num_types)]
     if (slots.min() < 0 or slots.max() >= admitted or kinds.min() < 0
             or kinds.max() >= num_types):
         return None
@@ -306,7 +290,7 @@ def progress_kernel() -> Any:
 
 def plan_kernel() -> Any:
     """The compiled plan check (:mod:`schedlab.simulator.plan_kernel`), or None when numba
-    cannot load it (then :func:`_plan_groups` checks the plan with numpy)."""
+    cannot load it (then :func:`_plan_groups` checks the plan with numpy operations)."""
     return _compiled()[1]
 
 
@@ -598,10 +582,8 @@ def run_arrays(
             flat = None  # a new layout: its flat form is made when the round runs
             groups: Sequence[list[int] | IntArray] | None = None
             if isinstance(decision, SlotPlan):
-                groups = (_plan_groups(decision, admitted, gone, fit_a, scale_a, capacity,
-                                       seen) if plan_check is None else
-                          _plan_groups_compiled(plan_check, decision, admitted, gone, fit_a,
-                                                scale_a, capacity, seen))
+                groups = _plan_groups(decision, admitted, gone, fit_a, scale_a, capacity,
+                                      seen, plan_check)
             if groups is None:
                 groups = _slot_groups(decision, fits, scale, counts)
             found = None if groups is None else placement.layout(groups)

@@ -1,5 +1,5 @@
 """Compiled (numba) check and grouping of a :class:`~schedlab.policies.state.SlotPlan` for
-the array engine: :func:`group_plan` is ``array_run._plan_groups`` in one pass.
+the array engine: :func:`group_plan` is ``array_run._plan_groups``'s numpy checks in one pass.
 
 A plan (``slots[i]`` on type ``kinds[i]``) is valid when every slot is an admitted job's
 (0 <= slot < ``admitted``), not finished (``gone``), named once, on a type index in range where
