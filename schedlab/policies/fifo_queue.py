@@ -65,7 +65,6 @@ class FifoQueue:
         self.left[:] = False
         self.lists = {}
         self.heads = {}
-        self.seen = -1
         self._take_in(waiting)
         self.seen = seen
 
@@ -110,7 +109,7 @@ class FifoQueue:
         started: list[Assignment] = []
         slots_started: list[int] = []
         most = max(free.values(), default=0)
-        position = dict(heads)  # where this round's walk is in each list
+        position: dict[int, int] = {}  # where this round's walk is in each list
         for size, waiting in lists.items():  # drop the started jobs at the front for good
             at = heads[size]
             while at < len(waiting) and left[waiting[at]]:
