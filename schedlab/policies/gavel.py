@@ -906,7 +906,7 @@ class GavelPolicy(Policy):
         self._ran_pairs = ran_pairs
         return out
 
-    def _choose_solo(self, state: ClusterState) -> list[int]:
+    def _choose_solo(self, state: ClusterState) -> npt.NDArray[np.int64]:
         """The mechanism over single jobs, with candidates cached between changes; returns
         the chosen candidates (indices in the candidates' static order)."""
         candidates = self._candidates

@@ -29,10 +29,10 @@ mapping the policy's Assignments to slots, placement (GPU bit masks), and the jo
 The :class:`~schedlab.policies.state.JobState` s a policy sees are brought up to date from the
 arrays after every round -- unless the policy says it does not read their progress
 (``reads_progress`` false: FIFO and the Gavel adapter on its class-LP path read the columns of
-``ClusterState.arrays`` instead); then only the fields that change rarely are kept current
-(``last_accelerator``, ``last_gpu_ids``, ``start_time``, ``migrations``, ``preemptions``), and a
-job's whole state is written back when it finishes, when the run ends, and before any round
-whose policy does read progress.
+``ClusterState.arrays`` instead); then only ``last_accelerator`` and ``start_time`` are kept
+current, and a job's whole state (``last_gpu_ids``, ``migrations`` and ``preemptions`` too) is
+written back when it finishes, when the run ends, and before any round whose policy does read
+progress.
 """
 
 from __future__ import annotations
@@ -114,6 +114,8 @@ class _Progress:
         self.migrations = np.zeros(total, dtype=np.int64)
         self.paid = np.zeros(total)
         self.moved = np.zeros(total, dtype=bool)
+        #: by slot: rounds after which it ran, then waited (``JobState.preemptions``)
+        self.preemptions = np.zeros(total, dtype=np.int64)
         #: by slot: the GPUs it holds or last held (a bit mask, a Python int)
         self.mask: npt.NDArray[np.object_] = np.zeros(total, dtype=object)
 
@@ -145,6 +147,7 @@ class _Progress:
         self.switch[:n] = [js.switch_overhead_s for js in pending]
         self.ran_before[:n] = [js.last_accelerator is not None for js in pending]
         self.migrations[:n] = [js.migrations for js in pending]
+        self.preemptions[:n] = [js.preemptions for js in pending]
         self.mask[:n] = [ids_mask(js.last_gpu_ids) if js.last_gpu_ids else 0
                          for js in pending]
 
@@ -179,15 +182,18 @@ class _Progress:
     def write_back(self, jobs: Sequence[JobState], slots: Sequence[int],
                    full: bool = True) -> None:
         """Copy the progress columns of ``slots`` into their JobStates (``jobs[i]`` is the
-        JobState of ``slots[i]``); ``full`` also ``migrations`` and ``last_gpu_ids``."""
+        JobState of ``slots[i]``); ``full`` also ``migrations``, ``preemptions`` and
+        ``last_gpu_ids``."""
         if not slots:
             return
         index = np.asarray(slots, dtype=np.int64)
         if full:
             mask = self.mask
-            for js, slot, count, moved in zip(jobs, slots, self.migrations[index].tolist(),
-                                              self.moved[index].tolist(), strict=True):
+            for js, slot, count, waits, moved in zip(
+                    jobs, slots, self.migrations[index].tolist(),
+                    self.preemptions[index].tolist(), self.moved[index].tolist(), strict=True):
                 js.migrations = count
+                js.preemptions = waits
                 if moved:
                     js.last_gpu_ids = mask_ids(mask[slot])
         last_round = self.view.last_round[index].tolist()
@@ -617,9 +623,12 @@ def run_arrays(
         else:
             lagging = True
 
-        if len(previous):
-            for s in previous[last_round_a[previous] != round_index].tolist():
-                jobs[s].preemptions += 1  # ran last round, waits now
+        if len(previous):  # ran last round, waits now (slots named once: ``still``)
+            waiting = previous[last_round_a[previous] != round_index]
+            cols.preemptions[waiting] += 1
+            if reads:  # the JobStates follow at once; else at the next full write-back
+                for s in waiting.tolist():
+                    jobs[s].preemptions += 1
         ran = len(still) + len(done_now)
         job_rounds += ran
         if ran and not len(still) and end_round_early:

@@ -920,7 +920,7 @@ class PriorityCandidates:
         picked = self.pick(received[static], age[static], gang, free, round_s=round_s,
                            members=members, work_conserving=work_conserving)
         units, types = self._unit_type_lists()
-        return [(units[c], types[c]) for c in picked]
+        return [(units[c], types[c]) for c in picked.tolist()]
 
     def _sorted_parts(
         self,
@@ -953,7 +953,7 @@ class PriorityCandidates:
         eligible: npt.NDArray[np.bool_] | None,
         gang: list[int],
         free: Sequence[int],
-    ) -> list[int]:
+    ) -> IntArray:
         """:meth:`pick`'s greedy walk when every unit is one job, in the order
         ``np.lexsort((neg_deficit, neg_priority))`` (restricted to ``eligible``), found in
         sorted pieces (:meth:`_sorted_parts`): by the compiled loop from
@@ -970,7 +970,7 @@ class PriorityCandidates:
         eligible: npt.NDArray[np.bool_] | None,
         gang: list[int],
         free: Sequence[int],
-    ) -> list[int]:
+    ) -> IntArray:
         """:meth:`_walk_solo_chunks` with each sorted piece walked by the compiled loop
         (:func:`walk_kernel.walk_piece`, no pruning needed): the same candidates in the same
         order, the same choices."""
@@ -987,8 +987,7 @@ class PriorityCandidates:
             if kernel.walk_piece(np.ascontiguousarray(piece, dtype=np.int64), self.unit,
                                  self.acc, gang_a, left, placed, state, chosen):
                 break
-        chosen_list: list[int] = chosen[:state[3]].tolist()
-        return chosen_list
+        return chosen[:state[3]]
 
     def _walk_solo_chunks(
         self,
@@ -997,7 +996,7 @@ class PriorityCandidates:
         eligible: npt.NDArray[np.bool_] | None,
         gang: list[int],
         free: Sequence[int],
-    ) -> list[int]:
+    ) -> IntArray:
         """The walk one candidate at a time in Python: each part sorted, then walked in
         chunks of ``_PICK_CHUNK``; after each, the candidates the walk would skip anyway are
         dropped from the rest (their unit placed, or their type with fewer GPUs left than the
@@ -1026,11 +1025,11 @@ class PriorityCandidates:
                     total_left -= g
                     chosen.append(c)
                     if total_left < smallest or not unplaced:
-                        return chosen
+                        return np.array(chosen, dtype=np.int64)
                 if len(rest):
                     open_type = np.array(left) >= smallest
                     rest = rest[(placed_now[self.unit[rest]] == 0) & open_type[self.acc[rest]]]
-        return chosen
+        return np.array(chosen, dtype=np.int64)
 
     def pick(
         self,
@@ -1042,12 +1041,12 @@ class PriorityCandidates:
         round_s: float,
         members: Sequence[tuple[int, ...]] | None = None,
         work_conserving: bool = False,
-    ) -> list[int]:
+    ) -> IntArray:
         """:meth:`choose` with ``received`` and ``age`` in the static order (index i is
         candidate ``static[i]``); returns the chosen candidates' static indices in the order
         chosen."""
         if len(self.unit) == 0:
-            return []
+            return np.zeros(0, dtype=np.int64)
         # Sort keys, negated (IEEE negation is exact: -(a b) = (-a) b, -(a / b) = (-a) / b,
         # -(a - b) = b + (-a)): -priority = -X age / received where something was received,
         # else -inf (X > 0) or 0 (X = 0); -deficit = received - X age.
@@ -1091,7 +1090,7 @@ class PriorityCandidates:
             chosen.append(c)
             if total_left < smallest or not unplaced:
                 break
-        return chosen
+        return np.array(chosen, dtype=np.int64)
 
 
 # --------------------------------------------------------------- Gavel's own mechanism
