@@ -6,18 +6,37 @@ resume on their old GPUs, lose them to an older gang, or find no run of their si
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedlab.placement import PoolPlacer
+from schedlab.simulator import array_placement
 from schedlab.simulator.array_placement import Placement
 
 
+@pytest.mark.parametrize("compiled", [True, False])
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), rounds=st.integers(1, 25),
-       per_node=st.sampled_from([None, None, 4, 8]), run_min_gpus=st.sampled_from([0, 20]))
-def test_placement_equals_the_written_rule(seed: int, rounds: int, per_node: int | None,
-                                           run_min_gpus: int) -> None:
+       per_node=st.sampled_from([None, None, 4, 8]), run_min_gpus=st.sampled_from([0, 20]),
+       few=st.sampled_from([16, 0]))
+def test_placement_equals_the_written_rule(compiled: bool, seed: int, rounds: int,
+                                           per_node: int | None, run_min_gpus: int,
+                                           few: int) -> None:
+    """``compiled``: one-node pools by the compiled loops or by numpy operations; ``few``:
+    up to this many gangs to move are placed by the rule as written (0: none, so every
+    round's moves go through the size-by-size placement)."""
+    if compiled:
+        pytest.importorskip("numba")
+    old = (array_placement.COMPILED_PLACEMENT, array_placement._FEW)
+    array_placement.COMPILED_PLACEMENT, array_placement._FEW = compiled, few
+    try:
+        _placement_rounds(seed, rounds, per_node, run_min_gpus)
+    finally:
+        array_placement.COMPILED_PLACEMENT, array_placement._FEW = old
+
+
+def _placement_rounds(seed: int, rounds: int, per_node: int | None, run_min_gpus: int) -> None:
     rng = np.random.default_rng(seed)
     types = ["a", "b"]
     counts = [int(rng.integers(1, 40)), int(rng.integers(1, 12))]

@@ -42,17 +42,24 @@ places with it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from functools import reduce
 from operator import or_, xor
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from schedlab.placement import PoolPlacer, ids_mask, mask_ids
 
+log = logging.getLogger(__name__)
+
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+
+#: Place one-node pools with the compiled loops (:mod:`placement_kernel`) when numba loads.
+COMPILED_PLACEMENT = True
 
 #: One-node pools of at least this many GPUs are placed by :class:`_RunPlacement`, smaller
 #: ones by :class:`_BitPlacement` (same masks; which is faster depends on the pool's size,
@@ -91,8 +98,11 @@ class Placement:
         self.first = np.zeros(total, dtype=np.int64)  # by slot: its lowest GPU id
         self.one_run = np.zeros(total, dtype=bool)  # by slot: its GPUs are one run of scale
         self.ids_of: dict[int, IntArray] = {}  # by slot, when not one run: its GPU ids
+        # the same ids as a table for the compiled placement: row = slot, num_ids[slot] of them
+        self.ids = np.zeros((total, 1), dtype=np.int64)
+        self.num_ids = np.zeros(total, dtype=np.int64)
         # descriptions of this round's new GPUs, applied when every type is placed
-        self._new_runs: list[tuple[IntArray, IntArray, bool]] = []
+        self._new_runs: list[tuple[IntArray, IntArray, bool | BoolArray]] = []
         self._new_ids: dict[int, IntArray] = {}
         self._new_masks: list[tuple[int, int]] = []
         self._mark = np.zeros(total, dtype=bool)  # scratch, by slot
@@ -114,7 +124,7 @@ class Placement:
         after the layout of the round after they finished, the last one that reads them)."""
         for slot in slots:
             self.mask[slot] = 0
-            self.ids_of.pop(slot, None)
+            self._drop_ids(slot)
 
     def note(self, slot: int, mask: int) -> None:
         """``mask`` (a job's GPUs when it is handed over) becomes the GPUs of ``slot``, as the
@@ -125,9 +135,22 @@ class Placement:
         one_run = bool(mask) and mask == ((1 << int(self.scale[slot])) - 1) << first
         self.one_run[slot] = one_run
         if one_run or not mask:  # no GPU held: no ids kept (readers take none for a miss)
-            self.ids_of.pop(slot, None)
+            self._drop_ids(slot)
         else:
-            self.ids_of[slot] = np.array(mask_ids(mask), dtype=np.int64)
+            self._keep_ids(slot, np.array(mask_ids(mask), dtype=np.int64))
+
+    def _keep_ids(self, slot: int, ids: IntArray) -> None:
+        """``ids`` become the GPU ids of ``slot`` (in ``ids_of`` and in the table)."""
+        self.ids_of[slot] = ids
+        if len(ids) > self.ids.shape[1]:
+            self.ids = np.pad(self.ids, ((0, 0), (0, len(ids) - self.ids.shape[1])))
+        self.ids[slot, :len(ids)] = ids
+        self.num_ids[slot] = len(ids)
+
+    def _drop_ids(self, slot: int) -> None:
+        """``slot`` keeps no GPU ids (one run, or none held)."""
+        if self.ids_of.pop(slot, None) is not None:
+            self.num_ids[slot] = 0
 
     def layout(self, groups: Sequence[list[int] | IntArray]) -> list[SlotLayout]:
         """Masks for every type's gangs (types without gangs left out), and the positions of
@@ -167,7 +190,8 @@ class Placement:
         for slot, mask in self._new_masks:
             self.note(slot, mask)
         self._new_masks = []
-        self.ids_of.update(self._new_ids)
+        for slot, ids in self._new_ids.items():
+            self._keep_ids(slot, ids)
         self._new_ids = {}
         return out
 
@@ -233,6 +257,24 @@ class _BitPlacement:
         return masks, rest
 
 
+def _kernel() -> Any:
+    """The compiled placement (:mod:`schedlab.simulator.placement_kernel`), or None when
+    numba cannot load it (then the numpy operations place every pool)."""
+    global _KERNEL
+    if _KERNEL is None:
+        try:
+            from schedlab.simulator import placement_kernel
+        except (ImportError, RuntimeError, OSError) as exc:
+            log.warning("the compiled placement is unavailable (%s); using numpy", exc)
+            _KERNEL = False
+        else:
+            _KERNEL = placement_kernel
+    return _KERNEL or None
+
+
+_KERNEL: Any = None
+
+
 class _RunPlacement:
     """One one-node type's placement with coverage counts and a free-GPU array."""
 
@@ -243,6 +285,7 @@ class _RunPlacement:
         self._bytes = (placer.count + 7) // 8
         #: GPUs no gang of the previous round holds here (kept up to date change by change)
         self.free = np.ones(placer.count, dtype=bool)
+        self._scratch = np.zeros(placer.count, dtype=np.int64)  # the compiled step's, zeros
 
     def clear(self) -> None:
         self.free[:] = True
@@ -307,6 +350,9 @@ class _RunPlacement:
 
     def place(self, slots: list[int] | IntArray, index: IntArray, here: BoolArray,
               kept: BoolArray, left: IntArray) -> tuple[Masks, list[int]]:
+        kernel = _kernel() if COMPILED_PLACEMENT else None
+        if kernel is not None:
+            return self._place_compiled(kernel, index, here, kept, left)
         owner = self.owner
         mask = owner.mask
         scale = owner.scale
@@ -354,6 +400,41 @@ class _RunPlacement:
         elif len(rest):  # a few: the rule as written, on a bit mask of the free GPUs
             self._place_few(rest, index, masks)
         return masks, rest.tolist()
+
+    def _place_compiled(self, kernel: Any, index: IntArray, here: BoolArray, kept: BoolArray,
+                        left: IntArray) -> tuple[Masks, list[int]]:
+        """:meth:`place` by :func:`placement_kernel.place_pool` (the same steps in compiled
+        loops); the moved gangs' masks and descriptions made here from its starts and ids."""
+        owner = self.owner
+        n = len(index)
+        sticky = np.empty(n, dtype=bool)
+        new_first = np.empty(n, dtype=np.int64)
+        new_run = np.empty(n, dtype=bool)
+        new_ids = np.empty((n, int(owner.scale[index].max())), dtype=np.int64)
+        placed_here = kernel.place_pool(
+            index, here, kept, np.asarray(left, dtype=np.int64), owner.first, owner.scale,
+            owner.one_run, owner.ids, owner.num_ids, self.free, self._scratch, _FEW, sticky,
+            new_first, new_run, new_ids)
+        masks: dict[int, int] = {}  # the moved gangs' only: the sticky ones keep ``mask``
+        rest = np.flatnonzero(~sticky)
+        order = rest.tolist()
+        if placed_here < 0:  # a few: the rule as written
+            if len(rest):
+                self._place_few(rest, index, masks)
+            return masks, order
+        slots = index[rest]
+        first = new_first[rest]
+        run = new_run[rest]
+        for i, start, size, whole in zip(order, first.tolist(), owner.scale[slots].tolist(),
+                                         run.tolist(), strict=True):
+            if whole:
+                masks[i] = ((1 << size) - 1) << start
+            else:
+                ids = new_ids[i, :size].copy()
+                masks[i] = ids_mask(ids.tolist())
+                owner._new_ids[int(index[i])] = ids
+        owner._new_runs.append((slots, first, run))
+        return masks, order
 
     def _place_few(self, rest: IntArray, index: IntArray, masks: dict[int, int]) -> None:
         """:meth:`_place_rest` by :meth:`PoolPlacer.place_rest` (the same rule) for a few
