@@ -348,7 +348,7 @@ class GavelPolicy(Policy):
         self._slot_by_engine = np.zeros(0, dtype=np.int64)
         self._id_by_engine = np.empty(0, dtype=object)
         self._thr_changes_seen = 0
-        self._gang_list: list[int] = []
+        self._gang_rows = np.zeros(0, dtype=np.int64)  # gang per active job (_choose_solo)
         self._isolated_s = {}
         self._isolated_prev = {}
         self._fairness_tolerance = Params().fairness_tolerance
@@ -914,7 +914,7 @@ class GavelPolicy(Policy):
             rows = self._rows
             num_types = len(self.types)
             unit, acc = np.nonzero(self._runnable[rows])  # ascending (unit, type)
-            target = self._target[rows, :][unit, acc]
+            target = self._target[rows[unit], acc]
             share = np.where(target > self.min_share, target, 0.0)
             rank = (None if self._class_rank is None
                     else self._class_rank[self._class[rows][unit], acc])
@@ -926,10 +926,10 @@ class GavelPolicy(Policy):
             self._cand_flat = cand_slot * num_types + candidates.acc
             self._cand_arrival = self._arrival[cand_slot]
             self._cand_engine_slot = None  # the simulator's slot per candidate (_choose)
-            self._gang_list = self._gang[rows].tolist()
+            self._gang_rows = self._gang[rows]
         received = self._received.reshape(-1)[self._cand_flat]
         age = state.now - self._cand_arrival
-        return candidates.pick(received, age, self._gang_list, self._free,
+        return candidates.pick(received, age, self._gang_rows, self._free,
                                round_s=state.round_s, work_conserving=self.work_conserving)
 
     def _choose_with_pairs(

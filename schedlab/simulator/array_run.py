@@ -152,12 +152,14 @@ class _Progress:
                          for js in pending]
 
     def move(self, jobs: list[JobState], slots: list[int] | IntArray, moved: list[int],
-             masks: Masks, acc: str, length: float, eager: bool) -> FloatArray:
+             masks: Masks, acc: str, k: int, length: float, eager: bool) -> FloatArray:
         """The gangs at positions ``moved`` of ``slots`` run on new GPUs ``masks[i]`` of
-        ``acc``: returns their switch overheads, min(o_j, L) for a job that ran before (a
-        migration) and 0 at its first start, as ``engine._move``; counts the migrations and
-        overheads.  ``last_accelerator`` is set at once; ``last_gpu_ids`` and ``migrations``
-        too when ``eager``, else at the next full write-back."""
+        ``acc`` (type index ``k``; called before the round's step sets ``last_type``):
+        returns their switch overheads, min(o_j, L) for a job that ran before (a migration)
+        and 0 at its first start, as ``engine._move``; counts the migrations and overheads.
+        ``last_accelerator`` is set at once (on the jobs whose last type was another one);
+        ``last_gpu_ids`` and ``migrations`` too when ``eager``, else at the next full
+        write-back."""
         index = np.asarray(slots, dtype=np.int64)[moved]
         had = self.ran_before[index]
         overhead = np.where(had, np.minimum(self.switch[index], length), 0.0)
@@ -165,13 +167,14 @@ class _Progress:
         self.paid[index] += overhead
         self.ran_before[index] = True
         self.moved[index] = True
-        mask = self.mask
-        moved_slots = index.tolist()
         new_masks = [masks[i] for i in moved]
-        for slot, held in zip(moved_slots, new_masks, strict=True):
-            mask[slot] = held
+        self.mask[index] = new_masks
+        # ``last_accelerator`` is the name of ``last_type`` (both set at each run), so only
+        # the jobs that come from another type (or none) need it set
+        for slot in index[self.view.last_type[index] != k].tolist():
             jobs[slot].last_accelerator = acc
         if eager:
+            moved_slots = index.tolist()
             for slot, held, count in zip(moved_slots, new_masks,
                                          self.migrations[index].tolist(), strict=True):
                 js = jobs[slot]
@@ -342,10 +345,10 @@ class _FlatLayout:
         compiled); appends the finished slots and their end times; returns the slots that go
         on and the latest end time of a finished gang (``now`` if none)."""
         overhead = np.zeros(len(self.index))
-        for (acc, _, slots, masks, moved, _), first in zip(layout, self.start, strict=False):
+        for (acc, k, slots, masks, moved, _), first in zip(layout, self.start, strict=False):
             if moved:  # new GPUs: a migration, unless it is the job's first start
                 at = np.asarray(moved, dtype=np.int64) + first
-                overhead[at] = cols.move(jobs, slots, moved, masks, acc, length, eager)
+                overhead[at] = cols.move(jobs, slots, moved, masks, acc, k, length, eager)
         view = cols.view
         finished = kernel.advance(
             self.index, self.kind, overhead, length, round_index, FINISH_TOLERANCE, cols.thr,
@@ -402,7 +405,7 @@ def _advance_by_type(cols: _Progress, jobs: list[JobState], layout: list[SlotLay
     for acc, k, slots, masks, moved, index in layout:
         overhead = np.zeros(len(slots))
         if moved:  # new GPUs: a migration, unless it is the job's first start
-            overhead[moved] = cols.move(jobs, slots, moved, masks, acc, length, eager)
+            overhead[moved] = cols.move(jobs, slots, moved, masks, acc, k, length, eager)
         thr = thr_a[index, k]
         steps = thr * (length - overhead)  # (L - 0.0) is L: the kept-placement case too
         total_steps = total_a[index]

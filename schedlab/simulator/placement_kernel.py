@@ -35,7 +35,7 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _mark(slot: int, first: IntArray, scale: IntArray, one_run: BoolArray, ids: IntArray,
           num_ids: IntArray, free: BoolArray, value: bool) -> None:
     """Set ``free`` to ``value`` on every GPU the gang of ``slot`` last held."""
@@ -48,7 +48,7 @@ def _mark(slot: int, first: IntArray, scale: IntArray, one_run: BoolArray, ids: 
             free[ids[slot, i]] = value
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _add_cover(slot: int, first: IntArray, scale: IntArray, one_run: BoolArray,
                ids: IntArray, num_ids: IntArray, cover: IntArray, by: int) -> None:
     """Add ``by`` to the coverage count of every GPU the gang of ``slot`` last held."""
@@ -61,7 +61,7 @@ def _add_cover(slot: int, first: IntArray, scale: IntArray, one_run: BoolArray,
             cover[ids[slot, i]] += by
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _hits(slot: int, first: IntArray, scale: IntArray, one_run: BoolArray, ids: IntArray,
           num_ids: IntArray, cover: IntArray, above: int) -> bool:
     """Does the gang of ``slot`` hold a GPU whose coverage count exceeds ``above``?"""
@@ -77,7 +77,7 @@ def _hits(slot: int, first: IntArray, scale: IntArray, one_run: BoolArray, ids: 
     return False
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _whole(slot: int, scale: IntArray, one_run: BoolArray, num_ids: IntArray) -> bool:
     """Does the gang of ``slot`` hold as many GPUs as its size?  (A run does by
     construction; its ids are distinct.)"""

@@ -951,7 +951,7 @@ class PriorityCandidates:
         neg_priority: npt.NDArray[np.float64],
         neg_deficit: npt.NDArray[np.float64],
         eligible: npt.NDArray[np.bool_] | None,
-        gang: list[int],
+        gang: list[int] | IntArray,
         free: Sequence[int],
     ) -> IntArray:
         """:meth:`pick`'s greedy walk when every unit is one job, in the order
@@ -968,17 +968,20 @@ class PriorityCandidates:
         neg_priority: npt.NDArray[np.float64],
         neg_deficit: npt.NDArray[np.float64],
         eligible: npt.NDArray[np.bool_] | None,
-        gang: list[int],
+        gang: list[int] | IntArray,
         free: Sequence[int],
     ) -> IntArray:
         """:meth:`_walk_solo_chunks` with each sorted piece walked by the compiled loop
         (:func:`walk_kernel.walk_piece`, no pruning needed): the same candidates in the same
         order, the same choices."""
         kernel = _walk_kernel()
-        cached = self._gang_array
-        if cached is None or cached[0] is not gang:
-            cached = self._gang_array = (gang, np.asarray(gang, dtype=np.int64))
-        gang_a = cached[1]
+        if isinstance(gang, np.ndarray):
+            gang_a = np.ascontiguousarray(gang, dtype=np.int64)
+        else:
+            cached = self._gang_array
+            if cached is None or cached[0] is not gang:
+                cached = self._gang_array = (gang, np.asarray(gang, dtype=np.int64))
+            gang_a = cached[1]
         left = np.array(free, dtype=np.int64)
         placed = np.zeros(len(gang_a), dtype=np.uint8)
         state = np.array([int(left.sum()), len(gang_a), int(gang_a.min()), 0], dtype=np.int64)
@@ -994,13 +997,15 @@ class PriorityCandidates:
         neg_priority: npt.NDArray[np.float64],
         neg_deficit: npt.NDArray[np.float64],
         eligible: npt.NDArray[np.bool_] | None,
-        gang: list[int],
+        gang: list[int] | IntArray,
         free: Sequence[int],
     ) -> IntArray:
         """The walk one candidate at a time in Python: each part sorted, then walked in
         chunks of ``_PICK_CHUNK``; after each, the candidates the walk would skip anyway are
         dropped from the rest (their unit placed, or their type with fewer GPUs left than the
         smallest gang)."""
+        if isinstance(gang, np.ndarray):
+            gang = gang.tolist()
         left = list(free)
         total_left = sum(left)
         smallest = min(gang)
@@ -1035,7 +1040,7 @@ class PriorityCandidates:
         self,
         received: npt.NDArray[np.float64],
         age: npt.NDArray[np.float64],
-        gang: list[int],
+        gang: list[int] | IntArray,
         free: Sequence[int],
         *,
         round_s: float,
@@ -1061,6 +1066,8 @@ class PriorityCandidates:
                                          - _ELIGIBLE_EPS * round_s)
         if members is None:
             return self._walk_solo(neg_priority, neg_deficit, eligible, gang, free)
+        if isinstance(gang, np.ndarray):
+            gang = gang.tolist()
         # stable: ties of priority and deficit keep the static order
         order = np.lexsort((neg_deficit, neg_priority))
         if eligible is not None:
