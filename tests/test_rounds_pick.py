@@ -100,10 +100,11 @@ def test_share_ranks_give_the_stable_order_by_share(data: st.DataObject, units: 
 
 
 @settings(max_examples=80, deadline=None)
-@given(data=st.data(), n=st.integers(0, 60))
+@given(data=st.data(), n=st.integers(0, 300))
 def test_two_key_sort_is_lexsort(data: st.DataObject, n: int) -> None:
     """rounds._lexsort2 is np.lexsort((secondary, primary)), ties, infinities, NaNs, -0.0
-    and 0.0 included."""
+    and 0.0 included (up to 300 keys: beyond numpy's insertion sort of short arrays, its
+    default sort does not keep ties in order)."""
     values = [0.0, -0.0, 1.0, -1.0, 2.5, float("inf"), float("-inf"), float("nan")]
     primary = np.array(data.draw(st.lists(st.sampled_from(values), min_size=n, max_size=n)))
     secondary = np.array(data.draw(st.lists(st.sampled_from(values), min_size=n,
