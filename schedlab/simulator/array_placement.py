@@ -44,8 +44,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from functools import reduce
-from operator import or_, xor
+from functools import cache, reduce
+from operator import lshift, or_, xor
 from typing import Any
 
 import numpy as np
@@ -67,6 +67,13 @@ COMPILED_PLACEMENT = True
 RUN_PLACEMENT_MIN_GPUS = 1000
 
 _NONE = np.zeros(0, dtype=np.int64)
+
+
+@cache
+def _block(size: int) -> int:
+    """The mask of GPUs 0 .. size - 1 (a gang of ``size`` GPUs from GPU 0)."""
+    return (1 << size) - 1
+
 #: Up to this many gangs, free GPUs are updated and gangs placed one by one (array steps
 #: cost more than that).
 _FEW = 16  # the GPU ids of a gang that holds none
@@ -425,14 +432,14 @@ class _RunPlacement:
         slots = index[rest]
         first = new_first[rest]
         run = new_run[rest]
-        for i, start, size, whole in zip(order, first.tolist(), owner.scale[slots].tolist(),
-                                         run.tolist(), strict=True):
-            if whole:
-                masks[i] = ((1 << size) - 1) << start
-            else:
-                ids = new_ids[i, :size].copy()
-                masks[i] = ids_mask(ids.tolist())
-                owner._new_ids[int(index[i])] = ids
+        sizes = owner.scale[slots]
+        # gangs on one run: block(size) << first, in C loops; the others from their ids
+        masks = dict(zip(rest[run].tolist(), map(lshift, map(_block, sizes[run].tolist()),
+                                                 first[run].tolist()), strict=True))
+        for j in np.flatnonzero(~run).tolist():
+            ids = new_ids[order[j], :sizes[j]].copy()
+            masks[order[j]] = ids_mask(ids.tolist())
+            owner._new_ids[int(slots[j])] = ids
         owner._new_runs.append((slots, first, run))
         return masks, order
 
