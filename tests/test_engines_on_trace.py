@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from test_simulator_streaming import assert_same_records
 
+from schedlab.formulations.gavel import rounds
 from schedlab.instance import load_instance
 from schedlab.policies.registry import get_policy, policies
 from schedlab.simulator import array_placement, simulate
@@ -47,3 +48,21 @@ def test_array_engine_equals_the_reference_loop_on_trace_1000(
         assert_same_records(fast.jobs, slow.jobs)
         assert (fast.num_rounds, fast.num_job_rounds, fast.decisions) == (
             slow.num_rounds, slow.num_job_rounds, slow.decisions)
+
+
+@pytest.mark.parametrize("name", ["gavel.max_min_fairness", "gavel.max_sum_throughput",
+                                  "gavel.max_min_fairness_agnostic"])
+def test_compiled_round_rule_equals_the_numpy_one(
+        trace_start, monkeypatch: pytest.MonkeyPatch, name: str) -> None:  # type: ignore[no-untyped-def]
+    """The round rule's compiled loops (the candidates' static order from the class LP's
+    share ranks, the walk), used from 2000 active jobs on, give the records of its numpy
+    and Python path: both forced on the trace's first jobs."""
+    kw = {"round_s": trace_start.params.round_s, "keep_rounds": False}
+    monkeypatch.setattr(rounds, "COMPILED_WALK_MIN_UNITS", 0)
+    monkeypatch.setattr(rounds, "COMPILED_WALK", True)
+    compiled = simulate(trace_start, policy=get_policy(name), **kw)
+    monkeypatch.setattr(rounds, "COMPILED_WALK", False)
+    plain = simulate(trace_start, policy=get_policy(name), **kw)
+    assert_same_records(compiled.jobs, plain.jobs)
+    assert (compiled.num_rounds, compiled.num_job_rounds) == (plain.num_rounds,
+                                                              plain.num_job_rounds)

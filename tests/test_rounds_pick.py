@@ -111,3 +111,48 @@ def test_two_key_sort_is_lexsort(data: st.DataObject, n: int) -> None:
                                             max_size=n)))
     assert np.array_equal(rounds._lexsort2(primary, secondary),
                           np.lexsort((secondary, primary)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), units=st.integers(0, 120), num_types=st.integers(1, 3),
+       num_classes=st.integers(1, 6))
+def test_compiled_static_order_is_the_stable_sort_by_share(
+        data: st.DataObject, units: int, num_types: int, num_classes: int) -> None:
+    """walk_kernel.static_candidates (a counting sort of class-LP share ranks) gives the
+    candidates of np.nonzero(runnable) in the order np.argsort(-X, kind="stable"), with
+    X = target where above the minimum share, else 0."""
+    walk_kernel = rounds._walk_kernel()
+    if walk_kernel is None:
+        return  # numba missing: the numpy path alone runs
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    slots = units + 5
+    rows = rng.permutation(slots)[:units].astype(np.int64)
+    runnable = rng.random((slots, num_types)) < 0.7
+    values = np.array([0.0, 1e-9, 0.125, 0.25, 1.0 / 3.0, 0.5])  # ties; one below min
+    per_class = rng.choice(values, (num_classes, num_types))
+    row_class = rng.integers(0, num_classes, units)
+    target = np.zeros((slots, num_types))
+    target[rows] = per_class[row_class]
+    min_share = 1e-6
+    # ranks as the adapter makes them: 0 for the largest share, equal shares equal ranks
+    class_share = np.where(per_class > min_share, per_class, 0.0)
+    present = sorted(set(class_share.ravel().tolist()), reverse=True)
+    class_rank = np.array([[present.index(x) for x in row] for row in class_share.tolist()],
+                          dtype=np.int64).reshape(num_classes, num_types)
+    arrival = rng.random(slots) * 100.0
+    size = units * num_types
+    out = [np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64), np.empty(size),
+           np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64), np.empty(size)]
+    count = walk_kernel.static_candidates(rows, runnable, target, min_share, row_class,
+                                          class_rank, arrival, *out)
+    unit, acc = np.nonzero(runnable[rows])
+    share = np.where(target[rows[unit], acc] > min_share, target[rows[unit], acc], 0.0)
+    static = np.argsort(-share, kind="stable")
+    assert count == len(unit)
+    got_unit, got_acc, got_share, got_static, got_flat, got_since = (a[:count] for a in out)
+    assert np.array_equal(got_static, static)
+    assert np.array_equal(got_unit, unit[static])
+    assert np.array_equal(got_acc, acc[static])
+    assert np.array_equal(got_share, share[static])
+    assert np.array_equal(got_flat, rows[unit[static]] * num_types + acc[static])
+    assert np.array_equal(got_since, arrival[rows[unit[static]]])

@@ -83,6 +83,7 @@ from schedlab.formulations.gavel.rounds import (
     GavelRoundState,
     PriorityCandidates,
     choose_by_priority,
+    round_kernel,
 )
 from schedlab.instance import Cluster, Instance, Job, Params
 from schedlab.policies.base import Policy
@@ -910,6 +911,8 @@ class GavelPolicy(Policy):
         """The mechanism over single jobs, with candidates cached between changes; returns
         the chosen candidates (indices in the candidates' static order)."""
         candidates = self._candidates
+        if candidates is None and self._class_rank is not None:
+            candidates = self._static_candidates()
         if candidates is None:
             rows = self._rows
             num_types = len(self.types)
@@ -931,6 +934,36 @@ class GavelPolicy(Policy):
         age = state.now - self._cand_arrival
         return candidates.pick(received, age, self._gang_rows, self._free,
                                round_s=state.round_s, work_conserving=self.work_conserving)
+
+    def _static_candidates(self) -> PriorityCandidates | None:
+        """The candidates of :meth:`_choose_solo` from a class LP's shares, sorted by the
+        compiled counting sort of their ranks (:func:`walk_kernel.static_candidates`; the
+        constructor's order), with the per-candidate arrays :meth:`_choose_solo` keeps; None
+        when the compiled loops are not used (:func:`round_kernel`)."""
+        rows = self._rows
+        kernel = round_kernel(len(rows))
+        if kernel is None:
+            return None
+        num_types = len(self.types)
+        size = len(rows) * num_types
+        unit = np.empty(size, dtype=np.int64)
+        acc = np.empty(size, dtype=np.int64)
+        share = np.empty(size)
+        static = np.empty(size, dtype=np.int64)
+        flat = np.empty(size, dtype=np.int64)
+        since = np.empty(size)
+        assert self._class_rank is not None
+        count = kernel.static_candidates(
+            rows, self._runnable, self._target, self.min_share, self._class[rows],
+            self._class_rank, self._arrival, unit, acc, share, static, flat, since)
+        candidates = PriorityCandidates.in_static_order(
+            unit[:count], acc[:count], share[:count], static[:count], num_types)
+        self._candidates = candidates
+        self._cand_flat = flat[:count]
+        self._cand_arrival = since[:count]
+        self._cand_engine_slot = None
+        self._gang_rows = self._gang[rows]
+        return candidates
 
     def _choose_with_pairs(
         self, state: ClusterState

@@ -836,6 +836,15 @@ def _walk_kernel() -> Any:
 _KERNEL: Any = None
 
 
+def round_kernel(units: int) -> Any:
+    """The compiled loops of the round rule (:mod:`walk_kernel`) for a round of ``units``
+    active units: None below ``COMPILED_WALK_MIN_UNITS``, when ``COMPILED_WALK`` is off, or
+    when numba cannot load them."""
+    if not COMPILED_WALK or units < COMPILED_WALK_MIN_UNITS:
+        return None
+    return _walk_kernel()
+
+
 class PriorityCandidates:
     """The (unit, type) candidates of :func:`choose_by_priority` with their static sort keys.
 
@@ -884,9 +893,33 @@ class PriorityCandidates:
         else:
             self.static = (np.argsort(-share, kind="stable") if presorted
                            else np.lexsort((acc, *ranks, -share)))
-        self.unit = unit[self.static]
-        self.acc = acc[self.static]
-        self.share = share[self.static]
+        self._in_order(unit[self.static], acc[self.static], share[self.static])
+
+    @classmethod
+    def in_static_order(
+        cls,
+        unit: npt.NDArray[np.int64],
+        acc: npt.NDArray[np.int64],
+        share: npt.NDArray[np.float64],
+        static: npt.NDArray[np.int64],
+        num_types: int,
+    ) -> PriorityCandidates:
+        """Candidates given already in their static order (``static[i]``: the caller's
+        candidate index at position i), as the constructor would order them: the caller
+        sorted them (:func:`walk_kernel.static_candidates`)."""
+        out = cls.__new__(cls)
+        out.num_types = num_types
+        out.static = static
+        out._in_order(unit, acc, share)
+        return out
+
+    def _in_order(self, unit: npt.NDArray[np.int64], acc: npt.NDArray[np.int64],
+                  share: npt.NDArray[np.float64]) -> None:
+        """Keep the candidates' unit, type and share, in the static order, and the sort
+        keys made of the share."""
+        self.unit = unit
+        self.acc = acc
+        self.share = share
         positive = self.share > 0
         self._positive = positive
         self._neg_share = -self.share
@@ -960,7 +993,7 @@ class PriorityCandidates:
         sorted pieces (:meth:`_sorted_parts`): by the compiled loop from
         ``COMPILED_WALK_MIN_UNITS`` units on when numba loads, else one candidate at a time in
         Python -- the same choices."""
-        if COMPILED_WALK and len(gang) >= COMPILED_WALK_MIN_UNITS and _walk_kernel() is not None:
+        if round_kernel(len(gang)) is not None:
             return self._walk_solo_compiled(neg_priority, neg_deficit, eligible, gang, free)
         return self._walk_solo_chunks(neg_priority, neg_deficit, eligible, gang, free)
 

@@ -1,4 +1,5 @@
-"""Compiled (numba) greedy walk of Gavel's round rule over one sorted piece of candidates.
+"""Compiled (numba) loops of Gavel's round rule: the greedy walk over one sorted piece of
+candidates, and the candidates' static order when the shares' ranks are known.
 
 :meth:`schedlab.formulations.gavel.rounds.PriorityCandidates.pick` walks the (unit, type)
 candidates in priority order and places unit u on type k when u is not placed yet and k still
@@ -58,3 +59,71 @@ def walk_piece(
     state[1] = unplaced
     state[3] = count
     return over
+
+
+@njit(cache=True, nogil=True)
+def static_candidates(
+    rows: npt.NDArray[np.int64],
+    runnable: npt.NDArray[np.bool_],
+    target: npt.NDArray[np.float64],
+    min_share: float,
+    row_class: npt.NDArray[np.int64],
+    class_rank: npt.NDArray[np.int64],
+    arrival: npt.NDArray[np.float64],
+    unit: npt.NDArray[np.int64],
+    acc: npt.NDArray[np.int64],
+    share: npt.NDArray[np.float64],
+    static: npt.NDArray[np.int64],
+    flat: npt.NDArray[np.int64],
+    since: npt.NDArray[np.float64],
+) -> int:
+    """The candidates of the round rule in their static order, for shares with known ranks.
+
+    Candidate i, in ascending (unit, type) order, is (u, k) with ``runnable[rows[u], k]``; its
+    share X = ``target[rows[u], k]`` when above ``min_share``, else 0.  The static order is
+    the stable sort by -X: the candidates with X > 0 by their rank
+    ``class_rank[row_class[u], k]`` (0 for the largest share; equal shares, equal ranks), ties
+    in candidate order, then those with X = 0 in candidate order -- a counting sort.  Writes,
+    per position of that order, the unit, type, X, the candidate index (``static``), the flat
+    index ``rows[u] * types + k`` and ``arrival[rows[u]]``; returns the number of candidates."""
+    num_types = runnable.shape[1]
+    num_ranks = 0
+    for c in range(class_rank.shape[0]):
+        for k in range(num_types):
+            if class_rank[c, k] + 1 > num_ranks:
+                num_ranks = class_rank[c, k] + 1
+    start = np.zeros(num_ranks + 1, dtype=np.int64)  # per rank, then X = 0 last
+    total = 0
+    for u in range(len(rows)):
+        r = rows[u]
+        for k in range(num_types):
+            if runnable[r, k]:
+                b = class_rank[row_class[u], k] if target[r, k] > min_share else num_ranks
+                start[b] += 1
+                total += 1
+    at = 0
+    for b in range(num_ranks + 1):  # counts to first positions
+        count = start[b]
+        start[b] = at
+        at += count
+    i = 0
+    for u in range(len(rows)):
+        r = rows[u]
+        for k in range(num_types):
+            if runnable[r, k]:
+                x = target[r, k]
+                if x > min_share:
+                    b = class_rank[row_class[u], k]
+                else:
+                    b = num_ranks
+                    x = 0.0
+                p = start[b]
+                start[b] = p + 1
+                unit[p] = u
+                acc[p] = k
+                share[p] = x
+                static[p] = i
+                flat[p] = r * num_types + k
+                since[p] = arrival[r]
+                i += 1
+    return total
