@@ -120,7 +120,8 @@ def test_compiled_static_order_is_the_stable_sort_by_share(
         data: st.DataObject, units: int, num_types: int, num_classes: int) -> None:
     """walk_kernel.static_candidates (a counting sort of class-LP share ranks) gives the
     candidates of np.nonzero(runnable) in the order np.argsort(-X, kind="stable"), with
-    X = target where above the minimum share, else 0."""
+    X = the share of the row's class (as the adapter writes it per row) where above the
+    minimum share, else 0."""
     walk_kernel = rounds._walk_kernel()
     if walk_kernel is None:
         return  # numba missing: the numpy path alone runs
@@ -143,7 +144,7 @@ def test_compiled_static_order_is_the_stable_sort_by_share(
     size = units * num_types
     out = [np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64), np.empty(size),
            np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64), np.empty(size)]
-    count = walk_kernel.static_candidates(rows, runnable, target, min_share, row_class,
+    count = walk_kernel.static_candidates(rows, runnable, per_class, row_class, min_share,
                                           class_rank, arrival, *out)
     unit, acc = np.nonzero(runnable[rows])
     share = np.where(target[rows[unit], acc] > min_share, target[rows[unit], acc], 0.0)

@@ -321,6 +321,11 @@ class GavelPolicy(Policy):
         self._thr = np.zeros((size, num_types))  # T[j,k], 0 where j cannot run on k
         self._weight = np.ones(size)
         self._received = np.zeros((size, num_types))
+        # the last class LP's solution (rows, X per class and type, class per row), written
+        # into ``_target`` at its first read (the round rule reads it as it is)
+        self._class_solution: tuple[npt.NDArray[np.int64], FloatArray,
+                                    npt.NDArray[np.int64]] | None = None
+        self._target_stale = False
         self._target = np.zeros((size, num_types))
         self._class = np.full(size, -1, dtype=np.int64)
         self._seen_version: int | None = None
@@ -507,6 +512,24 @@ class GavelPolicy(Policy):
         self._id_list = ids
         self._num_ids = len(ids)
 
+    @property
+    def _target(self) -> FloatArray:
+        """X[slot, k] as last solved (a class LP's shares written at the first read)."""
+        self._write_target()
+        return self._target_array
+
+    @_target.setter
+    def _target(self, value: FloatArray) -> None:
+        self._target_array = value
+
+    def _write_target(self) -> None:
+        """Write the last class LP's shares into ``_target`` if not done yet."""
+        if self._target_stale:
+            self._target_stale = False
+            assert self._class_solution is not None
+            rows, per_job, classes = self._class_solution
+            self._target_array[rows] = per_job[classes]
+
     def _add_job(self, js: JobState) -> int:
         """Give a new job the next slot (arrays grown by the caller); returns the slot."""
         slot = len(self._slot_of)
@@ -581,7 +604,9 @@ class GavelPolicy(Policy):
                 self._fall_back(state, str(exc))
                 return
             self.last_objective = t
-            self._target[rows] = per_job[classes]
+            self._write_target()  # an earlier solution still unwritten goes in first
+            self._class_solution = (rows, per_job, classes)
+            self._target_stale = True  # _target[rows] = per_job[classes] at the first read
             self._candidates = None
             if np.isfinite(per_job).all():
                 # the shares' few distinct values, ranked (0: the largest), per (class, type)
@@ -942,7 +967,8 @@ class GavelPolicy(Policy):
         when the compiled loops are not used (:func:`round_kernel`)."""
         rows = self._rows
         kernel = round_kernel(len(rows))
-        if kernel is None:
+        solution = self._class_solution
+        if kernel is None or solution is None or solution[0] is not rows:
             return None
         num_types = len(self.types)
         size = len(rows) * num_types
@@ -954,7 +980,7 @@ class GavelPolicy(Policy):
         since = np.empty(size)
         assert self._class_rank is not None
         count = kernel.static_candidates(
-            rows, self._runnable, self._target, self.min_share, self._class[rows],
+            rows, self._runnable, solution[1], solution[2], self.min_share,
             self._class_rank, self._arrival, unit, acc, share, static, flat, since)
         candidates = PriorityCandidates.in_static_order(
             unit[:count], acc[:count], share[:count], static[:count], num_types)

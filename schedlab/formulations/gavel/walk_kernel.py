@@ -65,9 +65,9 @@ def walk_piece(
 def static_candidates(
     rows: npt.NDArray[np.int64],
     runnable: npt.NDArray[np.bool_],
-    target: npt.NDArray[np.float64],
-    min_share: float,
+    class_share: npt.NDArray[np.float64],
     row_class: npt.NDArray[np.int64],
+    min_share: float,
     class_rank: npt.NDArray[np.int64],
     arrival: npt.NDArray[np.float64],
     unit: npt.NDArray[np.int64],
@@ -80,7 +80,8 @@ def static_candidates(
     """The candidates of the round rule in their static order, for shares with known ranks.
 
     Candidate i, in ascending (unit, type) order, is (u, k) with ``runnable[rows[u], k]``; its
-    share X = ``target[rows[u], k]`` when above ``min_share``, else 0.  The static order is
+    share X = ``class_share[row_class[u], k]`` (the class LP's share of u's class) when above
+    ``min_share``, else 0.  The static order is
     the stable sort by -X: the candidates with X > 0 by their rank
     ``class_rank[row_class[u], k]`` (0 for the largest share; equal shares, equal ranks), ties
     in candidate order, then those with X = 0 in candidate order -- a counting sort.  Writes,
@@ -98,7 +99,8 @@ def static_candidates(
         r = rows[u]
         for k in range(num_types):
             if runnable[r, k]:
-                b = class_rank[row_class[u], k] if target[r, k] > min_share else num_ranks
+                c = row_class[u]
+                b = class_rank[c, k] if class_share[c, k] > min_share else num_ranks
                 start[b] += 1
                 total += 1
     at = 0
@@ -111,9 +113,10 @@ def static_candidates(
         r = rows[u]
         for k in range(num_types):
             if runnable[r, k]:
-                x = target[r, k]
+                c = row_class[u]
+                x = class_share[c, k]
                 if x > min_share:
-                    b = class_rank[row_class[u], k]
+                    b = class_rank[c, k]
                 else:
                     b = num_ranks
                     x = 0.0
