@@ -604,7 +604,8 @@ class GavelPolicy(Policy):
                 self._fall_back(state, str(exc))
                 return
             self.last_objective = t
-            self._write_target()  # an earlier solution still unwritten goes in first
+            # (an earlier solution still unwritten is dropped: this one covers every
+            # active row, and only active rows are read)
             self._class_solution = (rows, per_job, classes)
             self._target_stale = True  # _target[rows] = per_job[classes] at the first read
             self._candidates = None
