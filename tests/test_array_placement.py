@@ -67,6 +67,8 @@ def _placement_rounds(seed: int, rounds: int, per_node: int | None, run_min_gpus
                 expected[k] = (masks, sorted(moved))
         got = {}
         for _, k, slots, masks, moved, _ in placement.layout(groups):
+            if masks is None:  # described only: the moved gangs' masks from the descriptions
+                masks = {i: placement.mask_of(slots[i]) for i in moved}
             if isinstance(masks, dict):  # the moved gangs' masks only; the others keep theirs
                 assert sorted(masks) == moved
                 masks = [masks[i] if i in masks else mask[s] for i, s in enumerate(slots)]

@@ -45,7 +45,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from functools import cache, reduce
-from operator import lshift, or_, xor
+from operator import or_, xor
 from typing import Any
 
 import numpy as np
@@ -79,12 +79,15 @@ def _block(size: int) -> int:
 _FEW = 16  # the GPU ids of a gang that holds none
 
 #: GPU masks of a type's gangs by position in plan order: every gang's (a list), or only
-#: those of the gangs that moved (a dict; the others hold what ``Placement.mask`` holds).
-Masks = list[int] | dict[int, int]
+#: those of the gangs that moved (a dict; the others hold what ``Placement.mask`` holds), or
+#: None: the moved gangs' new GPUs are only described (first GPU, one run, ids; read them with
+#: :meth:`Placement.mask_of` and :meth:`Placement.gpu_ids`), the compiled placement's way:
+#: a mask of a pool of n GPUs is an n-bit Python int, slow to make for every move.
+Masks = list[int] | dict[int, int] | None
 #: One accelerator type of a round as placed: (type, its index, slots of its gangs in plan
-#: order, their GPU masks (at least the moved gangs'), the positions of the gangs whose mask
-#: differs from the one they held there the last time they ran there, or that had not run
-#: there, the slots as an array).
+#: order, their GPU masks (at least the moved gangs', or None), the positions of the gangs
+#: whose mask differs from the one they held there the last time they ran there, or that had
+#: not run there, the slots as an array).
 SlotLayout = tuple[str, int, list[int] | IntArray, Masks, list[int], IntArray]
 
 
@@ -145,6 +148,19 @@ class Placement:
             self._drop_ids(slot)
         else:
             self._keep_ids(slot, np.array(mask_ids(mask), dtype=np.int64))
+
+    def mask_of(self, slot: int) -> int:
+        """The GPUs of ``slot`` as its description says (one-node pools): the bit mask."""
+        if self.one_run[slot]:
+            return _block(int(self.scale[slot])) << int(self.first[slot])
+        return ids_mask(self.gpu_ids(slot))
+
+    def gpu_ids(self, slot: int) -> tuple[int, ...]:
+        """The GPU ids of ``slot`` as its description says (one-node pools), ascending."""
+        if self.one_run[slot]:
+            first = int(self.first[slot])
+            return tuple(range(first, first + int(self.scale[slot])))
+        return tuple(self.ids[slot, :self.num_ids[slot]].tolist())
 
     def _keep_ids(self, slot: int, ids: IntArray) -> None:
         """``ids`` become the GPU ids of ``slot`` (in ``ids_of`` and in the table)."""
@@ -411,7 +427,8 @@ class _RunPlacement:
     def _place_compiled(self, kernel: Any, index: IntArray, here: BoolArray, kept: BoolArray,
                         left: IntArray) -> tuple[Masks, list[int]]:
         """:meth:`place` by :func:`placement_kernel.place_pool` (the same steps in compiled
-        loops); the moved gangs' masks and descriptions made here from its starts and ids."""
+        loops); the moved gangs' descriptions made here from its starts and ids, and no
+        masks (None: :data:`Masks`)."""
         owner = self.owner
         n = len(index)
         sticky = np.empty(n, dtype=bool)
@@ -422,26 +439,20 @@ class _RunPlacement:
             index, here, kept, np.asarray(left, dtype=np.int64), owner.first, owner.scale,
             owner.one_run, owner.ids, owner.num_ids, self.free, self._scratch, _FEW, sticky,
             new_first, new_run, new_ids)
-        masks: dict[int, int] = {}  # the moved gangs' only: the sticky ones keep ``mask``
         rest = np.flatnonzero(~sticky)
         order = rest.tolist()
-        if placed_here < 0:  # a few: the rule as written
+        if placed_here < 0:  # a few: the rule as written (its masks become descriptions)
             if len(rest):
-                self._place_few(rest, index, masks)
-            return masks, order
+                self._place_few(rest, index, {})
+            return None, order
         slots = index[rest]
         first = new_first[rest]
         run = new_run[rest]
         sizes = owner.scale[slots]
-        # gangs on one run: block(size) << first, in C loops; the others from their ids
-        masks = dict(zip(rest[run].tolist(), map(lshift, map(_block, sizes[run].tolist()),
-                                                 first[run].tolist()), strict=True))
-        for j in np.flatnonzero(~run).tolist():
-            ids = new_ids[order[j], :sizes[j]].copy()
-            masks[order[j]] = ids_mask(ids.tolist())
-            owner._new_ids[int(slots[j])] = ids
+        for j in np.flatnonzero(~run).tolist():  # not one run: the ids
+            owner._new_ids[int(slots[j])] = new_ids[order[j], :sizes[j]].copy()
         owner._new_runs.append((slots, first, run))
-        return masks, order
+        return None, order
 
     def _place_few(self, rest: IntArray, index: IntArray, masks: dict[int, int]) -> None:
         """:meth:`_place_rest` by :meth:`PoolPlacer.place_rest` (the same rule) for a few

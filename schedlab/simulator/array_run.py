@@ -116,8 +116,11 @@ class _Progress:
         self.moved = np.zeros(total, dtype=bool)
         #: by slot: rounds after which it ran, then waited (``JobState.preemptions``)
         self.preemptions = np.zeros(total, dtype=np.int64)
-        #: by slot: the GPUs it holds or last held (a bit mask, a Python int)
+        #: by slot: the GPUs it holds or last held (a bit mask, a Python int), unless
+        #: ``described``: then the placement's description of it says (:meth:`gpu_mask`)
         self.mask: npt.NDArray[np.object_] = np.zeros(total, dtype=object)
+        self.described = np.zeros(total, dtype=bool)
+        self.placement: Placement | None = None  # set by the run, before any move
 
     def fill(self, pending: Sequence[JobState], type_index: dict[str, int]) -> None:
         """The columns of every job of a run, slot i for ``pending[i]`` (the order they
@@ -167,20 +170,38 @@ class _Progress:
         self.paid[index] += overhead
         self.ran_before[index] = True
         self.moved[index] = True
-        new_masks = [masks[i] for i in moved]
-        self.mask[index] = new_masks
+        if masks is None:  # described by the placement only (array_placement.Masks)
+            self.described[index] = True
+        else:
+            self.mask[index] = [masks[i] for i in moved]
+            self.described[index] = False
         # ``last_accelerator`` is the name of ``last_type`` (both set at each run), so only
         # the jobs that come from another type (or none) need it set
         for slot in index[self.view.last_type[index] != k].tolist():
             jobs[slot].last_accelerator = acc
         if eager:
-            moved_slots = index.tolist()
-            for slot, held, count in zip(moved_slots, new_masks,
-                                         self.migrations[index].tolist(), strict=True):
+            for slot, count in zip(index.tolist(), self.migrations[index].tolist(),
+                                   strict=True):
                 js = jobs[slot]
-                js.last_gpu_ids = mask_ids(held)
+                js.last_gpu_ids = self.gpu_ids(slot)
                 js.migrations = count
         return overhead
+
+    def gpu_mask(self, slot: int) -> int:
+        """The GPUs ``slot`` holds or last held, as a bit mask."""
+        if self.described[slot]:
+            assert self.placement is not None
+            self.mask[slot] = self.placement.mask_of(slot)
+            self.described[slot] = False
+        held: int = self.mask[slot]
+        return held
+
+    def gpu_ids(self, slot: int) -> tuple[int, ...]:
+        """The ids of the GPUs ``slot`` holds or last held, ascending."""
+        if self.described[slot]:
+            assert self.placement is not None
+            return self.placement.gpu_ids(slot)
+        return mask_ids(self.mask[slot])
 
     def write_back(self, jobs: Sequence[JobState], slots: Sequence[int],
                    full: bool = True) -> None:
@@ -191,14 +212,13 @@ class _Progress:
             return
         index = np.asarray(slots, dtype=np.int64)
         if full:
-            mask = self.mask
             for js, slot, count, waits, moved in zip(
                     jobs, slots, self.migrations[index].tolist(),
                     self.preemptions[index].tolist(), self.moved[index].tolist(), strict=True):
                 js.migrations = count
                 js.preemptions = waits
                 if moved:
-                    js.last_gpu_ids = mask_ids(mask[slot])
+                    js.last_gpu_ids = self.gpu_ids(slot)
         last_round = self.view.last_round[index].tolist()
         types = self.types
         for js, done, executed, attained, rounds, last, on in zip(
@@ -376,10 +396,9 @@ class _FlatLayout:
             round_end = now + length
             ends_all = end.tolist()
             fin_all = self.fin.tolist()
-            held_by = cols.mask  # every gang's GPUs, the moved ones' set above
             for (acc, _, slots, _, _, _), first in zip(layout, self.start, strict=False):
                 for i, slot in enumerate(np.asarray(slots).tolist()):
-                    runs.append(RunRecord(jobs[slot].id, acc, held_by[slot], None,
+                    runs.append(RunRecord(jobs[slot].id, acc, cols.gpu_mask(slot), None,
                                           float(overhead[first + i]),
                                           ends_all[first + i] if fin_all[first + i]
                                           else round_end))
@@ -439,7 +458,7 @@ def _advance_by_type(cols: _Progress, jobs: list[JobState], layout: list[SlotLay
         if runs is not None:
             ends_all = end.tolist()
             for i, slot in enumerate(np.asarray(slots).tolist()):  # GPUs: moved ones' set
-                runs.append(RunRecord(jobs[slot].id, acc, cols.mask[slot], None,
+                runs.append(RunRecord(jobs[slot].id, acc, cols.gpu_mask(slot), None,
                                       float(overhead[i]), ends_all[i] if fin[i]
                                       else round_end))
     still = (still_parts[0] if len(still_parts) == 1 else
@@ -528,6 +547,7 @@ def run_arrays(
     thr_a = cols.thr
     capacity = np.array([counts[k] for k in types], dtype=np.int64)
     placement = Placement(types, placers, view.last_type, cols.mask)
+    cols.placement = placement
     seen = np.zeros(total, dtype=np.int64)  # scratch of _plan_groups
     # may run alone on k: positive throughput and a pool at least as large as the gang
     fit_a = cols.thr > 0.0
