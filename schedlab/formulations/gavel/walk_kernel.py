@@ -88,45 +88,52 @@ def static_candidates(
     per position of that order, the unit, type, X, the candidate index (``static``), the flat
     index ``rows[u] * types + k`` and ``arrival[rows[u]]``; returns the number of candidates."""
     num_types = runnable.shape[1]
+    num_classes = class_rank.shape[0]
     num_ranks = 0
-    for c in range(class_rank.shape[0]):
+    for c in range(num_classes):
         for k in range(num_types):
             if class_rank[c, k] + 1 > num_ranks:
                 num_ranks = class_rank[c, k] + 1
-    start = np.zeros(num_ranks + 1, dtype=np.int64)  # per rank, then X = 0 last
+    # per class and type: the bucket of its candidates (the rank; num_ranks: X = 0)
+    bucket_of = np.empty((num_classes, num_types), dtype=np.int64)
+    for c in range(num_classes):
+        for k in range(num_types):
+            bucket_of[c, k] = class_rank[c, k] if class_share[c, k] > min_share else num_ranks
+    n = len(rows)
+    bucket = np.empty(n * num_types, dtype=np.int64)  # per (unit, type); -1: not runnable
+    start = np.zeros(num_ranks + 1, dtype=np.int64)
     total = 0
-    for u in range(len(rows)):
+    for u in range(n):
         r = rows[u]
+        c = row_class[u]
         for k in range(num_types):
             if runnable[r, k]:
-                c = row_class[u]
-                b = class_rank[c, k] if class_share[c, k] > min_share else num_ranks
+                b = bucket_of[c, k]
+                bucket[u * num_types + k] = b
                 start[b] += 1
                 total += 1
+            else:
+                bucket[u * num_types + k] = -1
     at = 0
     for b in range(num_ranks + 1):  # counts to first positions
         count = start[b]
         start[b] = at
         at += count
     i = 0
-    for u in range(len(rows)):
+    for u in range(n):
         r = rows[u]
+        c = row_class[u]
+        t = arrival[r]
         for k in range(num_types):
-            if runnable[r, k]:
-                c = row_class[u]
-                x = class_share[c, k]
-                if x > min_share:
-                    b = class_rank[c, k]
-                else:
-                    b = num_ranks
-                    x = 0.0
+            b = bucket[u * num_types + k]
+            if b >= 0:
                 p = start[b]
                 start[b] = p + 1
                 unit[p] = u
                 acc[p] = k
-                share[p] = x
+                share[p] = class_share[c, k] if b < num_ranks else 0.0
                 static[p] = i
                 flat[p] = r * num_types + k
-                since[p] = arrival[r]
+                since[p] = t
                 i += 1
     return total
