@@ -5,7 +5,7 @@ layers below it (docs/architecture.md, "Layers"; tests/test_layers.py enforces i
 
 * ``base``: the Instance and Solution formats and what every layer uses (errors, atomic
   writes, documents, defaults, co-location, GC pauses, fairness measures, the placement of
-  gangs on GPU ids, process helpers: orphans, claims, progress; and this map);
+  gangs on GPU ids, process helpers: orphans, claims, progress; lazy imports; and this map);
 * ``solvers``: the solver interface (HiGHS, Gurobi, matrix models); knows no paper;
 * ``world``: models of the hardware and the jobs, with their sources (parallelism cost model,
   published scaling, Hare's switch costs, the concept hierarchy of class labels);
@@ -50,6 +50,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "schedlab.gcpause",
         "schedlab.instance",
         "schedlab.layers",
+        "schedlab.lazy",
         "schedlab.orphans",
         "schedlab.placement",
         "schedlab.progress",

@@ -20,14 +20,25 @@ model whose rows name the variables in the same order is the same model to the s
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import pyomo.environ as pyo
-import scipy.sparse as sp
-from pyomo.common.gc_manager import PauseGC
-from pyomo.core.expr.numeric_expr import LinearExpression
+
+from schedlab.lazy import LazyModule
+
+if TYPE_CHECKING:
+    import pyomo.environ as pyo
+    import scipy.sparse as sp
+    from pyomo.common import gc_manager as _gc_manager
+    from pyomo.core.expr import numeric_expr as _numeric_expr
+    from pyomo.core.expr.numeric_expr import LinearExpression
+else:  # imported at the first use (schedlab.lazy)
+    pyo = LazyModule("pyomo.environ")
+    sp = LazyModule("scipy.sparse")
+    _numeric_expr = LazyModule("pyomo.core.expr.numeric_expr")
+    _gc_manager = LazyModule("pyomo.common.gc_manager")
+
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -72,7 +83,8 @@ def linear_expression(coefs: npt.ArrayLike, variables: Sequence[Any]) -> LinearE
     values = np.asarray(coefs, dtype=float).reshape(-1)
     if len(values) != len(variables):
         raise ValueError(f"{len(values)} coefficients for {len(variables)} variables")
-    return LinearExpression(linear_coefs=values.tolist(), linear_vars=list(variables))
+    return _numeric_expr.LinearExpression(linear_coefs=values.tolist(),
+                                          linear_vars=list(variables))
 
 
 def row_expressions(matrix: sp.csr_matrix | sp.csr_array,
@@ -85,13 +97,14 @@ def row_expressions(matrix: sp.csr_matrix | sp.csr_array,
     cols = csr.indices.tolist()
     values = csr.data.astype(float).tolist()
     out: list[LinearExpression | None] = []
+    expression = _numeric_expr.LinearExpression
     for i in range(csr.shape[0]):
         lo, hi = indptr[i], indptr[i + 1]
         if lo == hi:
             out.append(None)
             continue
-        out.append(LinearExpression(linear_coefs=values[lo:hi],
-                                    linear_vars=[variables[j] for j in cols[lo:hi]]))
+        out.append(expression(linear_coefs=values[lo:hi],
+                              linear_vars=[variables[j] for j in cols[lo:hi]]))
     return out
 
 
@@ -118,7 +131,7 @@ def add_rows(
     entries count as none).  An empty row is skipped when 0 satisfies its bounds; otherwise
     it is an error (the row could never hold).  Returns the constraint.
     """
-    with PauseGC():  # many small objects, none garbage: collecting them is pure cost
+    with _gc_manager.PauseGC():  # many small objects, none garbage: collecting them is pure cost
         return _add_rows(model, name, matrix, variables, lower, upper, index)
 
 
@@ -165,7 +178,7 @@ def add_expressions(
 ) -> pyo.Expression:
     """Add the indexed expression ``name[i] = (matrix @ variables)_i`` (0 for an empty row).
     Returns the expression component."""
-    with PauseGC():
+    with _gc_manager.PauseGC():
         return _add_expressions(model, name, matrix, variables, index)
 
 

@@ -23,12 +23,10 @@ from __future__ import annotations
 import logging
 from abc import abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
-import pyomo.environ as pyo
-import scipy.sparse as sp
 
 from schedlab.formulations.arrays import add_expressions, add_rows
 from schedlab.formulations.base import Formulation, Method, ObjectiveSense
@@ -42,9 +40,18 @@ from schedlab.formulations.gavel.data import (
     normalized_throughput,
 )
 from schedlab.instance import Instance
+from schedlab.lazy import LazyModule
 from schedlab.solution import InstanceRef, Solution, Status
 from schedlab.solvers import SolveResult, SolverOptions
 from schedlab.workloads.gavel import generate_gavel_instance
+
+if TYPE_CHECKING:
+    import pyomo.environ as pyo
+    import scipy.sparse as sp
+else:  # imported at the first use (schedlab.lazy)
+    pyo = LazyModule("pyomo.environ")
+    sp = LazyModule("scipy.sparse")
+
 
 log = logging.getLogger(__name__)
 

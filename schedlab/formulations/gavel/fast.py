@@ -59,13 +59,10 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import pyomo.environ as pyo
-import scipy.sparse as sp
-from pyomo.core.expr.numeric_expr import LinearExpression
 
 from schedlab.formulations.arrays import add_rows
 from schedlab.formulations.gavel.base import GavelPolicy, unrunnable_jobs, unrunnable_reason
@@ -77,9 +74,20 @@ from schedlab.formulations.gavel.data import (
     pair_index,
 )
 from schedlab.instance import Instance
+from schedlab.lazy import LazyModule
 from schedlab.solution import Solution, Status, Timings, worst_status
 from schedlab.solvers import PersistentSolver, SolveResult, SolverOptions
 from schedlab.solvers.matrix import MatrixModel, matrix_model
+
+if TYPE_CHECKING:
+    import pyomo.environ as pyo
+    import scipy.sparse as sp
+    from pyomo.core.expr import numeric_expr
+else:  # imported at the first use (schedlab.lazy)
+    pyo = LazyModule("pyomo.environ")
+    sp = LazyModule("scipy.sparse")
+    numeric_expr = LazyModule("pyomo.core.expr.numeric_expr")
+
 
 log = logging.getLogger(__name__)
 
@@ -780,7 +788,7 @@ def solve_capacity_master(
 
     def add(column: _Column) -> None:
         columns.append(column)
-        expr = LinearExpression(
+        expr = numeric_expr.LinearExpression(
             linear_coefs=[1.0, *(float(column.use[k]) for k in active)],
             linear_vars=[master.sigma, *(master.pi[k] for k in active)],
         )

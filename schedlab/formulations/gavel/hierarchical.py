@@ -29,16 +29,23 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyomo.environ as pyo
 
 from schedlab.errors import SolverError
 from schedlab.formulations.gavel.base import GavelPolicy, read_allocation
 from schedlab.formulations.gavel.data import FloatArray, GavelData, effective_throughput
 from schedlab.instance import Instance
+from schedlab.lazy import LazyModule
 from schedlab.solution import Solution, Status, Timings
 from schedlab.solvers import PersistentSolver, SolverOptions
+
+if TYPE_CHECKING:
+    import pyomo.environ as pyo
+else:  # imported at the first use (schedlab.lazy)
+    pyo = LazyModule("pyomo.environ")
+
 
 log = logging.getLogger(__name__)
 #: Floors are set this far (relative) below the level just reached, so that the next LP stays

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyomo.environ as pyo
-import scipy.sparse as sp
 
 from schedlab.errors import InputError
 from schedlab.fairness import isolated_finish_time, rho_isolated_share
@@ -42,8 +40,17 @@ from schedlab.formulations.gavel.data import (
 from schedlab.formulations.gavel.fast import solve_max_min_fast
 from schedlab.gcpause import gc_paused
 from schedlab.instance import Instance
+from schedlab.lazy import LazyModule
 from schedlab.solution import Solution, Status, Timings
 from schedlab.solvers import PersistentSolver, SolveResult, SolverOptions
+
+if TYPE_CHECKING:
+    import pyomo.environ as pyo
+    import scipy.sparse as sp
+else:  # imported at the first use (schedlab.lazy)
+    pyo = LazyModule("pyomo.environ")
+    sp = LazyModule("scipy.sparse")
+
 
 log = logging.getLogger(__name__)
 

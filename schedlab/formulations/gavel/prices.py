@@ -60,17 +60,23 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
 
 from schedlab.formulations.gavel.data import BoolArray, FloatArray
 from schedlab.formulations.gavel.fast import JobClasses, _Outcome, solve_capacity_master
+from schedlab.lazy import LazyModule
 from schedlab.solution import Status
 from schedlab.solvers import SolverOptions
 from schedlab.solvers.matrix import matrix_model
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:  # imported at the first use (schedlab.lazy)
+    sp = LazyModule("scipy.sparse")
+
 
 log = logging.getLogger(__name__)
 
