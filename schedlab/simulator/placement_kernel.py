@@ -35,55 +35,6 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _mark(slot: int, first: IntArray, scale: IntArray, one_run: BoolArray, ids: IntArray,
-          num_ids: IntArray, free: BoolArray, value: bool) -> None:
-    """Set ``free`` to ``value`` on every GPU the gang of ``slot`` last held."""
-    if one_run[slot]:
-        start = first[slot]
-        for g in range(start, start + scale[slot]):
-            free[g] = value
-    else:
-        for i in range(num_ids[slot]):
-            free[ids[slot, i]] = value
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _add_cover(slot: int, first: IntArray, scale: IntArray, one_run: BoolArray,
-               ids: IntArray, num_ids: IntArray, cover: IntArray, by: int) -> None:
-    """Add ``by`` to the coverage count of every GPU the gang of ``slot`` last held."""
-    if one_run[slot]:
-        start = first[slot]
-        for g in range(start, start + scale[slot]):
-            cover[g] += by
-    else:
-        for i in range(num_ids[slot]):
-            cover[ids[slot, i]] += by
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _hits(slot: int, first: IntArray, scale: IntArray, one_run: BoolArray, ids: IntArray,
-          num_ids: IntArray, cover: IntArray, above: int) -> bool:
-    """Does the gang of ``slot`` hold a GPU whose coverage count exceeds ``above``?"""
-    if one_run[slot]:
-        start = first[slot]
-        for g in range(start, start + scale[slot]):
-            if cover[g] > above:
-                return True
-    else:
-        for i in range(num_ids[slot]):
-            if cover[ids[slot, i]] > above:
-                return True
-    return False
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _whole(slot: int, scale: IntArray, one_run: BoolArray, num_ids: IntArray) -> bool:
-    """Does the gang of ``slot`` hold as many GPUs as its size?  (A run does by
-    construction; its ids are distinct.)"""
-    return bool(one_run[slot]) or num_ids[slot] == scale[slot]
-
-
 @njit(cache=True, nogil=True)
 def place_pool(
     index: IntArray,
@@ -109,17 +60,42 @@ def place_pool(
     updates ``free``.  ``cover`` is scratch (one zero per GPU; left zero).  Returns the
     number of rest gangs, negated when step 3 is left to the caller (at most ``few``)."""
     n = len(index)
-    for s in left:
-        _mark(s, first, scale, one_run, ids, num_ids, free, True)
+    for s in left:  # step 1 (the GPUs of each gang written out: no helper calls per gang)
+        if one_run[s]:
+            for g in range(first[s], first[s] + scale[s]):
+                free[g] = True
+        else:
+            for x in range(num_ids[s]):
+                free[ids[s, x]] = True
     num_older = 0
     for i in range(n):
         sticky[i] = kept[i]
         if here[i] and not kept[i]:
             num_older += 1
     if num_older:
+        # the plan's gangs' last GPUs, flat: gang i's are gpus[at[i]:at[i + 1]]; ``whole``:
+        # it holds as many GPUs as its size (a run does; ids are distinct)
+        at = np.empty(n + 1, dtype=np.int64)
+        whole = np.empty(n, dtype=np.bool_)
+        at[0] = 0
         for i in range(n):
+            s = index[i]
+            count = scale[s] if one_run[s] else num_ids[s]
+            at[i + 1] = at[i] + count
+            whole[i] = one_run[s] or count == scale[s]
+        gpus = np.empty(at[n], dtype=np.int64)
+        for i in range(n):
+            s = index[i]
+            if one_run[s]:
+                for x in range(scale[s]):
+                    gpus[at[i] + x] = first[s] + x
+            else:
+                for x in range(num_ids[s]):
+                    gpus[at[i] + x] = ids[s, x]
+        for i in range(n):  # coverage of the older gangs
             if here[i] and not kept[i]:
-                _add_cover(index[i], first, scale, one_run, ids, num_ids, cover, 1)
+                for p in range(at[i], at[i + 1]):
+                    cover[gpus[p]] += 1
         # walk: the older gangs and the kept gangs an older one covers (plan order)
         walk = np.empty(n, dtype=np.int64)
         num_walk = 0
@@ -127,50 +103,58 @@ def place_pool(
             if here[i] and not kept[i]:
                 walk[num_walk] = i
                 num_walk += 1
-            elif kept[i] and _hits(index[i], first, scale, one_run, ids, num_ids, cover, 0):
-                walk[num_walk] = i
-                num_walk += 1
+            elif kept[i]:
+                for p in range(at[i], at[i + 1]):
+                    if cover[gpus[p]] > 0:
+                        walk[num_walk] = i
+                        num_walk += 1
+                        break
         for w in range(num_walk):
             i = walk[w]
             if kept[i]:  # contested: its GPUs count too
-                _add_cover(index[i], first, scale, one_run, ids, num_ids, cover, 1)
+                for p in range(at[i], at[i + 1]):
+                    cover[gpus[p]] += 1
         shared = np.zeros(num_walk, dtype=np.bool_)
         for w in range(num_walk):
-            shared[w] = _hits(index[walk[w]], first, scale, one_run, ids, num_ids, cover, 1)
+            i = walk[w]
+            for p in range(at[i], at[i + 1]):
+                if cover[gpus[p]] > 1:
+                    shared[w] = True
+                    break
         for w in range(num_walk):  # the scratch back to zero
             i = walk[w]
-            slot = index[i]
-            if one_run[slot]:
-                start = first[slot]
-                for g in range(start, start + scale[slot]):
-                    cover[g] = 0
-            else:
-                for j in range(num_ids[slot]):
-                    cover[ids[slot, j]] = 0
+            for p in range(at[i], at[i + 1]):
+                cover[gpus[p]] = 0
         # alone: sticky when whole; crowded: in plan order, GPUs not taken by an earlier one
         # (``cover`` marks the taken GPUs, then goes back to zero)
         for w in range(num_walk):
             i = walk[w]
-            slot = index[i]
             if not shared[w]:
-                sticky[i] = _whole(slot, scale, one_run, num_ids)
-            elif _whole(slot, scale, one_run, num_ids) and not _hits(
-                    slot, first, scale, one_run, ids, num_ids, cover, 0):
-                sticky[i] = True
-                _add_cover(slot, first, scale, one_run, ids, num_ids, cover, 1)
-            else:
-                sticky[i] = False
+                sticky[i] = whole[i]
+                continue
+            taken = False
+            for p in range(at[i], at[i + 1]):
+                if cover[gpus[p]] > 0:
+                    taken = True
+                    break
+            sticky[i] = whole[i] and not taken
+            if sticky[i]:
+                for p in range(at[i], at[i + 1]):
+                    cover[gpus[p]] = 1
         for w in range(num_walk):
             i = walk[w]
             if shared[w] and sticky[i]:
-                _add_cover(index[i], first, scale, one_run, ids, num_ids, cover, -1)
+                for p in range(at[i], at[i + 1]):
+                    cover[gpus[p]] = 0
         # the kept gangs that lost a GPU free theirs; the older ones that keep theirs take them
         for i in range(n):
             if kept[i] and not sticky[i]:
-                _mark(index[i], first, scale, one_run, ids, num_ids, free, True)
+                for p in range(at[i], at[i + 1]):
+                    free[gpus[p]] = True
         for i in range(n):
             if here[i] and not kept[i] and sticky[i]:
-                _mark(index[i], first, scale, one_run, ids, num_ids, free, False)
+                for p in range(at[i], at[i + 1]):
+                    free[gpus[p]] = False
     num_rest = 0
     for i in range(n):
         if not sticky[i]:
