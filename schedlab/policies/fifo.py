@@ -414,8 +414,10 @@ class Fifo(Policy):
                     slot_of[job.id] = slot
                     yield job
 
+        cluster_types = state.cluster.types
+
         def preference(job: JobState) -> list[str]:
-            return self._preference_of(state, job)
+            return self._preference_of(state, job, cluster_types)
 
         started = place_in_order(walk(), free, preference, backfill=self.backfill)
         if not started:
@@ -459,11 +461,11 @@ class Fifo(Policy):
             made_type[slot] = k
         return made
 
-    def _preference_of(self, state: ClusterState, job: JobState) -> list[str]:
-        """:func:`type_preference` of a job, made once per (throughput on each cluster type,
-        last type): it depends on nothing else, and jobs of one model share it."""
-        key = (tuple([job.throughput.get(k, 0.0) for k in state.cluster.types]),
-               job.last_accelerator)
+    def _preference_of(self, state: ClusterState, job: JobState,
+                       types: list[str]) -> list[str]:
+        """:func:`type_preference` of a job, made once per (throughput on each cluster type
+        ``types``, last type): it depends on nothing else, and jobs of one model share it."""
+        key = (tuple([job.throughput.get(k, 0.0) for k in types]), job.last_accelerator)
         best = self._preferences.get(key)
         if best is None:
             best = self._preferences[key] = type_preference(job, state,
@@ -527,7 +529,7 @@ class Fifo(Policy):
             return self._plan(state, arrays, True, SlotPlan(out, running, running_types))
 
         def preference(job: JobState) -> list[str]:
-            return self._preference_of(state, job)
+            return self._preference_of(state, job, types)
 
         started, started_at = queue.walk(free.free, preference, job_of, self.backfill)
         if not started:
