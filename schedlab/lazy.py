@@ -12,11 +12,14 @@ nothing.  The modules that build models name them as::
         pyo = LazyModule("pyomo.environ")
 
 so type checkers see the module and the import happens at the first ``pyo.X`` that runs.
+
+:func:`load_compiled` imports one of schedlab's numba modules, or says why it cannot.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 from types import ModuleType
 from typing import Any
 
@@ -38,3 +41,15 @@ class LazyModule:
 
     def __repr__(self) -> str:
         return f"<lazy module {self._name!r}>"
+
+
+def load_compiled(name: str, what: str, instead: str) -> ModuleType | None:
+    """The numba module ``name`` imported, or None with one warning (``what`` is unavailable,
+    why; ``instead`` says what runs in its place): numba missing, or no writable cache
+    directory for its compiled code.  The callers keep the answer, and run the same steps
+    without numba when it is None."""
+    try:
+        return importlib.import_module(name)
+    except (ImportError, RuntimeError, OSError) as exc:
+        logging.getLogger(name).warning("%s is unavailable (%s); %s", what, exc, instead)
+        return None

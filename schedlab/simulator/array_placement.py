@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from schedlab.lazy import load_compiled
 from schedlab.placement import PoolPlacer, ids_mask, mask_ids
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,10 @@ COMPILED_PLACEMENT = True
 #: measured in docs/simulator.md).
 RUN_PLACEMENT_MIN_GPUS = 1000
 
-_NONE = np.zeros(0, dtype=np.int64)
+_NONE = np.zeros(0, dtype=np.int64)  # the GPU ids of a gang that holds none
+#: Up to this many gangs, free GPUs are updated and gangs placed one by one (array steps
+#: cost more than that).
+_FEW = 16
 
 
 @cache
@@ -74,9 +78,6 @@ def _block(size: int) -> int:
     """The mask of GPUs 0 .. size - 1 (a gang of ``size`` GPUs from GPU 0)."""
     return (1 << size) - 1
 
-#: Up to this many gangs, free GPUs are updated and gangs placed one by one (array steps
-#: cost more than that).
-_FEW = 16  # the GPU ids of a gang that holds none
 
 #: GPU masks of a type's gangs by position in plan order: every gang's (a list), or only
 #: those of the gangs that moved (a dict; the others hold what ``Placement.mask`` holds), or
@@ -285,13 +286,8 @@ def _kernel() -> Any:
     numba cannot load it (then the numpy operations place every pool)."""
     global _KERNEL
     if _KERNEL is None:
-        try:
-            from schedlab.simulator import placement_kernel
-        except (ImportError, RuntimeError, OSError) as exc:
-            log.warning("the compiled placement is unavailable (%s); using numpy", exc)
-            _KERNEL = False
-        else:
-            _KERNEL = placement_kernel
+        _KERNEL = load_compiled("schedlab.simulator.placement_kernel",
+                                "the compiled placement", "using numpy") or False
     return _KERNEL or None
 
 

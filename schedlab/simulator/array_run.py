@@ -48,6 +48,7 @@ import numpy as np
 import numpy.typing as npt
 
 from schedlab.instance import Cluster
+from schedlab.lazy import load_compiled
 from schedlab.placement import cluster_placers, ids_mask, mask_ids
 from schedlab.policies.base import Policy
 from schedlab.policies.state import (
@@ -326,14 +327,11 @@ def plan_kernel() -> Any:
 def _compiled() -> tuple[Any, Any]:
     global _KERNEL
     if _KERNEL is None:
-        try:
-            from schedlab.simulator import plan_kernel as plan
-            from schedlab.simulator import progress_kernel as progress
-        except (ImportError, RuntimeError, OSError) as exc:
-            log.warning("the compiled engine steps are unavailable (%s); using numpy", exc)
-            _KERNEL = False
-        else:
-            _KERNEL = (progress, plan)
+        progress = load_compiled("schedlab.simulator.progress_kernel",
+                                 "the compiled progress step", "using numpy")
+        plan = load_compiled("schedlab.simulator.plan_kernel", "the compiled plan check",
+                             "using numpy") if progress is not None else None
+        _KERNEL = (progress, plan) if plan is not None else False
     return _KERNEL or (None, None)
 
 

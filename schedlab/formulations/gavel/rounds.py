@@ -65,6 +65,7 @@ import numpy.typing as npt
 from schedlab.errors import InputError
 from schedlab.gcpause import gc_paused
 from schedlab.instance import Instance
+from schedlab.lazy import load_compiled
 from schedlab.placement import PoolPlacer, ids_mask, mask_ids
 from schedlab.solution import PairShare, Placement, Solution
 
@@ -822,14 +823,8 @@ def _walk_kernel() -> Any:
     cannot load it."""
     global _KERNEL
     if _KERNEL is None:
-        try:
-            from schedlab.formulations.gavel import walk_kernel
-        except (ImportError, RuntimeError, OSError) as exc:
-            logging.getLogger(__name__).warning(
-                "the compiled round-rule walk is unavailable (%s); walking in Python", exc)
-            _KERNEL = False
-        else:
-            _KERNEL = walk_kernel
+        _KERNEL = load_compiled("schedlab.formulations.gavel.walk_kernel",
+                                "the compiled round-rule walk", "walking in Python") or False
     return _KERNEL or None
 
 

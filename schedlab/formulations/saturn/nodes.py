@@ -66,6 +66,7 @@ from schedlab.errors import SolverError
 from schedlab.formulations.arrays import csr_arrays
 from schedlab.formulations.saturn.baselines import Placement
 from schedlab.formulations.saturn.data import Option, SaturnData, lower_bound
+from schedlab.lazy import load_compiled
 from schedlab.solution import Status
 from schedlab.solvers import SolverOptions
 from schedlab.solvers.matrix import FloatArray, IntArray, matrix_model
@@ -136,17 +137,10 @@ def node_makespan(
 def _compiled_kernel() -> Any:
     """The numba kernel module (``saturn_node_kernel``), or None when numba is missing."""
     global _KERNEL
-    if _KERNEL is None:
-        try:
-            from schedlab.formulations.saturn import node_kernel as saturn_node_kernel
-        except (ImportError, RuntimeError, OSError) as exc:
-            # numba missing, or no writable cache directory for its compiled code: the
-            # Python search does the same work, slower
-            log.warning("the compiled one-node search is unavailable (%s); running it in "
-                        "pure Python", exc)
-            _KERNEL = False
-        else:
-            _KERNEL = saturn_node_kernel
+    if _KERNEL is None:  # without it the Python search does the same work, slower
+        _KERNEL = load_compiled("schedlab.formulations.saturn.node_kernel",
+                                "the compiled one-node search", "running it in pure Python"
+                                ) or False
     return _KERNEL or None
 
 
