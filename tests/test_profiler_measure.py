@@ -218,6 +218,19 @@ def test_workers_answer_in_payload_order() -> None:
     assert run_workers(_answers, [{"n": 3}, {"n": 5}], timeout_s=60) == [3, 5]
 
 
+def test_ctrl_c_while_workers_start_is_raised_after_all_started() -> None:
+    """A SIGINT inside the start block is held (the block runs to its end), then raised."""
+    from schedlab.profiler.workers import _sigint_after
+
+    ran: list[str] = []
+    with pytest.raises(KeyboardInterrupt):
+        with _sigint_after():
+            os.kill(os.getpid(), signal.SIGINT)
+            ran.append("after the signal")
+    assert ran == ["after the signal"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 # ------------------------------------------------------------------ cells on CPU / CUDA
 
 

@@ -117,8 +117,14 @@ def _one_line_interrupted(process: subprocess.Popen[str], took: float, err: str)
 def test_profile_keeps_finished_cells(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     out = tmp_path / "t.json"
+    # Every cell times for its full second (--min-steps far above a second's steps): the
+    # six cells then take 6 s or more after the first, and the interrupt cannot arrive as
+    # the process ends (the tiny models' cells otherwise stop after a few steps, the run
+    # ended within a second of the first cell, and an interrupt at the exit killed the
+    # interpreter during its teardown: exit -2, not the command's 130).
     process = _start(["profile", "--models", "lstm,recommender,transformer", "--batch-sizes",
-                      "16,64", "--warmup-steps", "2", "--max-seconds", "1", "--out", str(out),
+                      "16,64", "--warmup-steps", "2", "--min-steps", "100000",
+                      "--max-steps", "100000", "--max-seconds", "1", "--out", str(out),
                       "-q"], tmp_path)
     _wait_for(lambda: out.exists() and '"status": "ok"' in out.read_text(), 120,
               "a finished cell")

@@ -25,9 +25,11 @@ import os
 import queue
 import signal
 import socket
+import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from schedlab.errors import SchedlabError
@@ -130,8 +132,9 @@ def run_workers(target: Callable[[dict[str, Any]], Any], payloads: Sequence[dict
     answers: dict[int, Any] = {}
     deadline = time.monotonic() + timeout_s
     try:
-        for process in processes:
-            process.start()
+        with _sigint_after():
+            for process in processes:
+                process.start()
         dead_since: float | None = None
         while len(answers) < len(processes):
             try:
@@ -156,6 +159,30 @@ def run_workers(target: Callable[[dict[str, Any]], Any], payloads: Sequence[dict
         _stop(processes)
         results.close()
     return [answers[i] for i in range(len(processes))]
+
+
+@contextmanager
+def _sigint_after() -> Iterator[None]:
+    """Hold a Ctrl-C that arrives inside the block until the block has ended, then raise it.
+
+    ``Process.start()`` of the fork server hands the pickled worker (with the result queue's
+    semaphores) to the server and then reads the new pid.  Interrupted between the two, the
+    parent does not know the worker, cannot stop it, and exits, which removes the semaphores;
+    the worker then fails to unpickle them and prints a traceback into the command's stderr.
+    With the interrupt held, every worker that was asked for has a pid and is stopped."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if held and callable(previous):
+        previous(signal.SIGINT, None)  # Python's default handler raises KeyboardInterrupt
+    elif held:
+        raise KeyboardInterrupt
 
 
 def _dead_without_answer(processes: Sequence[Any], answers: dict[int, Any]) -> str | None:
