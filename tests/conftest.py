@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,14 @@ def write_instance(tmp_path: Path) -> Callable[..., Path]:
 def tiny_file(write_instance: Callable[..., Path]) -> Path:
     """The tiny instance as a JSON file."""
     return write_instance()
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` of a command a test interrupts with SIGINT: Ctrl-C at its default
+    disposition, so the command gets Python's KeyboardInterrupt even when the suite itself
+    was started in the background (a shell starts background jobs with SIGINT ignored, the
+    command would inherit that, and Python would then leave it ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def has_formulation(name: str) -> bool:

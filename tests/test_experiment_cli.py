@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import default_sigint
 
 from schedlab.cli import main
 
@@ -109,7 +110,7 @@ def _start(out: Path, workers: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "schedlab", "sweep", str(EXAMPLE), "--workers", str(workers),
          "--out", str(out), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True)
+        start_new_session=True, preexec_fn=default_sigint)
 
 
 def _wait_for_cells(out: Path, process: subprocess.Popen[bytes], count: int,

@@ -223,12 +223,29 @@ def test_ctrl_c_while_workers_start_is_raised_after_all_started() -> None:
     from schedlab.profiler.workers import _sigint_after
 
     ran: list[str] = []
-    with pytest.raises(KeyboardInterrupt):
+    # the test's own handler: a suite started in the background inherits an ignored SIGINT
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with _sigint_after():
+                os.kill(os.getpid(), signal.SIGINT)
+                ran.append("after the signal")
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert ran == ["after the signal"]
+
+
+def test_an_ignored_ctrl_c_stays_ignored_while_workers_start() -> None:
+    from schedlab.profiler.workers import _sigint_after
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
         with _sigint_after():
             os.kill(os.getpid(), signal.SIGINT)
-            ran.append("after the signal")
-    assert ran == ["after the signal"]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 # ------------------------------------------------------------------ cells on CPU / CUDA

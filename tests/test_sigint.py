@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import default_sigint
 from test_orphans import SWEEP  # the same small sweep: 20 gavel runs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,7 +24,7 @@ HARE_CLUSTER = {"k80": 2, "p100": 1, "v100": 1}
 def _start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "schedlab", *args], cwd=cwd, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=default_sigint)
 
 
 def _wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> None:

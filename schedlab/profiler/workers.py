@@ -179,10 +179,11 @@ def _sigint_after() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-    if held and callable(previous):
+    if not held or previous == signal.SIG_IGN:  # an ignored Ctrl-C (nohup) stays ignored
+        return
+    if callable(previous):
         previous(signal.SIGINT, None)  # Python's default handler raises KeyboardInterrupt
-    elif held:
-        raise KeyboardInterrupt
+    raise KeyboardInterrupt
 
 
 def _dead_without_answer(processes: Sequence[Any], answers: dict[int, Any]) -> str | None:
