@@ -149,9 +149,10 @@ def test_replay_stops_with_130(tmp_path: Path) -> None:
     assert main(["solve", str(tmp_path / "i.json"), "-f", "gavel.max_min_fairness",
                  "--rounds", "10", "--out", str(tmp_path / "s.json"), "-q"]) == 0
     process = _start(["replay", str(tmp_path / "s.json"), "--instance",
-                      str(tmp_path / "i.json"), "--time-scale", "1", "--workdir",
-                      str(tmp_path / "work"), "--out", str(tmp_path / "r.json"), "-q"],
-                     tmp_path)
+                      str(tmp_path / "i.json"), "--time-scale", "1", "--checkpoint-every",
+                      "1", "--workdir", str(tmp_path / "work"), "--out",
+                      str(tmp_path / "r.json"), "-q"], tmp_path)
+    # the first checkpoint comes a wall second into the jobs' 20-30 s of work: mid-replay
     _wait_for(lambda: any((tmp_path / "work").rglob("*.ckpt")), 120, "a checkpoint")
     took, err = _interrupt(process)
     _one_line_interrupted(process, took, err)
