@@ -279,3 +279,17 @@ def quick_cli_on_spec_cells(table: str, spec_folder: Path, out: Path) -> tuple[i
     for made in (f"{table}.md", f"{table}.csv"):
         assert (out / made).read_text() == (spec_folder / made).read_text()
     return code, out, buffer.getvalue()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Set the profiler's fork-server preload (torch and the zoo) before any test starts the
+    fork server.  The server is one per process and imports its preload list once, when it
+    starts; a command is one process and starts it for its own use, but the suite runs many
+    commands in one process, and a sweep's local pool (schedlab.analysis.experiments) starting
+    the server first left every later profiler worker importing torch itself (2-3 s each:
+    test_profiler_cli took 66 s after test_experiment_cli, 15 s alone).  Without torch the
+    list's imports are skipped by the server (an ImportError there is ignored)."""
+    del config
+    from schedlab.profiler import workers
+
+    workers.context()
