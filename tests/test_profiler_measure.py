@@ -28,7 +28,7 @@ from schedlab.profiler.timing import (  # noqa: E402
     summarize,
     time_steps,
 )
-from schedlab.profiler.workers import WorkerError, run_workers  # noqa: E402
+from schedlab.profiler.workers import WorkerError, _sigint_after, run_workers  # noqa: E402
 from schedlab.profiler.zoo import JobSpec  # noqa: E402
 
 CUDA = torch.cuda.is_available()
@@ -220,8 +220,6 @@ def test_workers_answer_in_payload_order() -> None:
 
 def test_ctrl_c_while_workers_start_is_raised_after_all_started() -> None:
     """A SIGINT inside the start block is held (the block runs to its end), then raised."""
-    from schedlab.profiler.workers import _sigint_after
-
     ran: list[str] = []
     # the test's own handler: a suite started in the background inherits an ignored SIGINT
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -237,8 +235,6 @@ def test_ctrl_c_while_workers_start_is_raised_after_all_started() -> None:
 
 
 def test_an_ignored_ctrl_c_stays_ignored_while_workers_start() -> None:
-    from schedlab.profiler.workers import _sigint_after
-
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         with _sigint_after():
